@@ -1,0 +1,60 @@
+"""Kernel Lab's notebook toolkit.
+
+``%load_ext labmagic`` (or ``import labmagic``) before importing triton or jax: on a machine without a
+GPU this switches Triton to its interpreter and JAX to the CPU, and on any machine it stops JAX from
+pre-allocating most of the GPU next to torch.
+"""
+
+from __future__ import annotations
+
+from . import runtime as _runtime
+
+#: Notes for the reader produced while configuring the environment (printed by ``%load_ext``).
+SETUP_NOTES = [note for note in (_runtime.configure_triton(),) if note]
+_runtime.configure_jax()
+
+from .errors import ArgumentError, CompileError, LabError, NoGPUError  # noqa: E402
+from .runtime import device_slug, has_gpu, target_arch, torch_device  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentError", "CompileError", "LabError", "NoGPUError", "Race",
+    "bench", "compile_cuda", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device",
+]
+
+
+def compile_cuda(source, **kwargs):
+    """Compile CUDA C++ with NVRTC and return a :class:`labmagic.kernel.CudaModule` (see ``nvrtc.compile``)."""
+    from .kernel import compile_module
+
+    return compile_module(source, **kwargs)
+
+
+def bench(*args, **kwargs):
+    """Run a race (see :func:`labmagic.benchmark.bench`)."""
+    from .benchmark import bench as _bench
+
+    return _bench(*args, **kwargs)
+
+
+def pallas_call(*args, **kwargs):
+    """``jax.experimental.pallas.pallas_call`` that runs natively on a GPU and in interpret mode on CPU."""
+    from .pallas import pallas_call as _pallas_call
+
+    return _pallas_call(*args, **kwargs)
+
+
+def __getattr__(name):
+    # Lazy: `labmagic.Race` without importing the benchmark machinery (and torch) at import time.
+    if name == "Race":
+        from .benchmark import Race
+
+        return Race
+    raise AttributeError(f"module 'labmagic' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython):
+    from .magics import load_ipython_extension as _load
+
+    _load(ipython)

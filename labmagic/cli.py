@@ -1,0 +1,40 @@
+"""``labmagic`` command line: each subcommand lives in its own module.
+
+A subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; this file only wires
+them up, so ``labmagic --help`` stays cheap (modules are imported when their command runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: name -> (module, one-line help)
+COMMANDS = {
+    "sweep": ("labmagic.sweep", "execute chapters with papermill on this machine into results/<gpu>/notebooks"),
+    "book": ("labmagic.site", "build the static site with jupyter-book from the stored notebook outputs"),
+    "calibrate": ("labmagic.ceilings", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="labmagic", description="Kernel Lab: compile, check, bench and profile.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    from .errors import LabError, one_line
+
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except LabError as exc:
+        print(one_line(exc), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Errors a reader should see as one line, not as a traceback.
+
+Every error labmagic raises on purpose derives from :class:`LabError`. When the IPython extension is
+loaded, a custom exception handler prints these as ``ErrorName: message`` (plus any preformatted
+detail, such as a compiler log) instead of a traceback wall; the notebook stays usable.
+"""
+
+from __future__ import annotations
+
+
+class LabError(Exception):
+    """Base class: the message is the whole story, no traceback needed."""
+
+    #: Optional preformatted text shown under the one-line message (e.g. the compiler's log).
+    detail: str = ""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
+class CompileError(LabError):
+    """NVRTC rejected the source. ``detail`` holds the log with the cell's line numbers."""
+
+
+class ArgumentError(LabError, TypeError):
+    """A kernel argument does not match the kernel's C signature."""
+
+
+class NoGPUError(LabError, RuntimeError):
+    """The call needs a CUDA GPU and this machine has none."""
+
+
+class ToolMissingError(LabError, RuntimeError):
+    """An external tool (ncu, compute-sanitizer, cuobjdump, ...) is not installed."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The text the notebook shows for a LabError."""
+    text = f"{type(exc).__name__}: {exc}"
+    detail = getattr(exc, "detail", "")
+    return f"{text}\n{detail.rstrip()}" if detail else text

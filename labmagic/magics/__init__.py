@@ -1,0 +1,38 @@
+"""The IPython extension: registers every magic and shows labmagic's errors as one line.
+
+Each magic module exposes ``register(ipython)``; this loader is the only place that knows the list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from ..errors import LabError
+
+#: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize.
+MAGIC_MODULES = ("labmagic.magics.cuda", "labmagic.magics.bench", "labmagic.magics.explain")
+
+
+def _show_lab_error(shell, etype, value, tb, tb_offset=None):
+    """A LabError reads as ``Name: message`` plus its detail (a compiler log), never as a traceback."""
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
+    detail = getattr(value, "detail", "")
+    if detail:
+        stb.append(detail.rstrip())
+    shell._showtraceback(etype, value, stb)  # ipykernel publishes it as the cell's error output
+    return stb
+
+
+def load_ipython_extension(ipython) -> None:
+    from .. import SETUP_NOTES
+
+    for name in MAGIC_MODULES:
+        try:  # TEMP-DEV: tolerate magic modules still being written
+            importlib.import_module(name).register(ipython)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    ipython.set_custom_exc((LabError,), _show_lab_error)
+    for note in SETUP_NOTES:
+        print(f"labmagic: {note}", file=sys.stderr if "before labmagic" in note else sys.stdout)

@@ -1,0 +1,122 @@
+"""What this machine can run, decided once, cheaply, before any framework is imported.
+
+GPU detection goes through the driver API (``libcuda``) directly, so importing labmagic neither
+imports torch nor creates a CUDA context. The same module arranges the two environment switches that
+must be set before their libraries are imported: ``TRITON_INTERPRET=1`` on a machine without a GPU,
+and JAX's allocator so that it does not grab most of the GPU next to torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import sys
+
+#: The architecture we compile for when no GPU is present (the book's reference GPU is an H200).
+DEFAULT_ARCH = "sm_90"
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_devices() -> tuple[tuple[str, int, int, int], ...]:
+    """(name, major, minor, multiprocessors) of each CUDA device the driver sees; empty without a driver or GPU."""
+    if os.environ.get("LABMAGIC_FORCE_CPU") == "1":
+        return ()
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return ()
+    if cuda.cuInit(0) != 0:
+        return ()
+    count = ctypes.c_int(0)
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return ()
+    devices = []
+    for ordinal in range(count.value):
+        dev = ctypes.c_int(0)
+        cuda.cuDeviceGet(ctypes.byref(dev), ordinal)
+        name = ctypes.create_string_buffer(256)
+        cuda.cuDeviceGetName(name, 256, dev)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)  # COMPUTE_CAPABILITY_MAJOR
+        cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
+        sms = ctypes.c_int(0)
+        cuda.cuDeviceGetAttribute(ctypes.byref(sms), 16, dev)  # MULTIPROCESSOR_COUNT
+        devices.append((name.value.decode(), major.value, minor.value, sms.value))
+    return tuple(devices)
+
+
+def has_gpu() -> bool:
+    """True when the CUDA driver reports at least one device (``LABMAGIC_FORCE_CPU=1`` says no)."""
+    return bool(_driver_devices())
+
+
+def gpu_name(index: int = 0) -> str | None:
+    devices = _driver_devices()
+    return devices[index][0] if len(devices) > index else None
+
+
+def gpu_arch(index: int = 0) -> str | None:
+    """``sm_XY`` of the GPU, or None without one."""
+    devices = _driver_devices()
+    if len(devices) <= index:
+        return None
+    _, major, minor, _ = devices[index]
+    return f"sm_{major}{minor}"
+
+
+#: Multiprocessors of the book's reference GPU (H200 SXM), used to size grids when there is no GPU.
+REFERENCE_SM_COUNT = 132
+
+
+def sm_count(index: int = 0) -> int:
+    """Streaming multiprocessors of the GPU (the H200's 132 without one), for sizing persistent grids."""
+    devices = _driver_devices()
+    return devices[index][3] if len(devices) > index else REFERENCE_SM_COUNT
+
+
+def target_arch() -> str:
+    """The architecture a compile targets unless told otherwise: the GPU's own, else DEFAULT_ARCH."""
+    return gpu_arch() or os.environ.get("LABMAGIC_ARCH", DEFAULT_ARCH)
+
+
+def device_slug(name: str | None = None) -> str:
+    """A stable folder name for a device: ``NVIDIA H200`` -> ``nvidia-h200``; no GPU -> ``cpu``."""
+    name = gpu_name() if name is None else name
+    if not name:
+        return "cpu"
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def torch_device() -> str:
+    """The device string chapters allocate on: ``cuda`` with a GPU, ``cpu`` without."""
+    return "cuda" if has_gpu() else "cpu"
+
+
+def configure_triton() -> str | None:
+    """Arrange Triton's interpreter on a machine without a GPU. Returns a note for the reader, if any."""
+    if has_gpu():
+        return None
+    already = "triton" in sys.modules
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return None if already else "no CUDA GPU: Triton kernels run in Triton's interpreter (TRITON_INTERPRET=1)."
+    os.environ["TRITON_INTERPRET"] = "1"
+    if already:
+        return (
+            "triton was imported before labmagic, so kernels it already decorated with @triton.jit will not use "
+            "its CPU interpreter and will fail without a GPU: restart the kernel and run `%load_ext labmagic` "
+            "(or `import labmagic`) before `import triton`."
+        )
+    return "no CUDA GPU: Triton kernels run in Triton's interpreter (TRITON_INTERPRET=1)."
+
+
+def configure_jax() -> None:
+    """Let JAX share the GPU with torch: allocate on demand instead of pre-allocating 75% of memory."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if not has_gpu():
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def triton_interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
