@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from . import nvrtc
+from . import faults, nvrtc
 from .errors import ArgumentError, LabError, NoGPUError
 from .resources import Resources
 from .runtime import has_gpu
@@ -191,6 +191,7 @@ class CudaKernel:
         marshalled = self.check_args(args)
         if not has_gpu():
             raise NoGPUError(f"{self.name} needs a CUDA GPU to run; this machine has none (it was compiled for {self.module.result.arch})")
+        faults.check_context()
         values = [np.uint64(v) if kind == "ptr" else v for kind, v in marshalled]
         function = self.module.function(self.symbol)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
@@ -200,9 +201,12 @@ class CudaKernel:
             with _torch_stream(cupy):
                 function(grid3, block3, tuple(values), shared_mem=int(smem))
         except cupy.cuda.driver.CUDADriverError as exc:
+            if faults.is_sticky(exc):
+                raise faults.explain(exc) from None
             res = self.resources
             detail = f" ({res.registers} registers/thread, {res.smem_static} B static smem)" if res else ""
             raise LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: {exc}{detail}") from None
+        faults.record(self.name, grid3, block3, int(smem))
 
 
 def _strides(value):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from .. import faults
 from ..errors import LabError
 
 #: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize.
@@ -15,7 +16,19 @@ MAGIC_MODULES = ("labmagic.magics.cuda", "labmagic.magics.bench", "labmagic.magi
 
 
 def _show_lab_error(shell, etype, value, tb, tb_offset=None):
-    """A LabError reads as ``Name: message`` plus its detail (a compiler log), never as a traceback."""
+    """A LabError reads as ``Name: message`` plus its detail (a compiler log), never as a traceback.
+
+    A RuntimeError from any library (torch, CuPy, JAX) that carries a sticky CUDA error (illegal
+    address, launch failure, ...) is the delayed report of a faulting kernel: it is replaced by the
+    plain account from ``faults``. Any other RuntimeError keeps IPython's usual traceback.
+    """
+    if not isinstance(value, LabError):
+        if not faults.is_sticky(value):
+            stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+            shell._showtraceback(etype, value, stb)
+            return stb
+        value = faults.explain(value)
+        etype = type(value)
     stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
     detail = getattr(value, "detail", "")
     if detail:
@@ -33,6 +46,6 @@ def load_ipython_extension(ipython) -> None:
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
-    ipython.set_custom_exc((LabError,), _show_lab_error)
+    ipython.set_custom_exc((LabError, RuntimeError), _show_lab_error)
     for note in SETUP_NOTES:
         print(f"labmagic: {note}", file=sys.stderr if "before labmagic" in note else sys.stdout)
