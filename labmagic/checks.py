@@ -1,0 +1,127 @@
+"""Is a variant's output right? Compared against the reference, strictly, before and after timing.
+
+A fast wrong kernel is the most common "result" in GPU tutorials, so the rules are deliberately
+unforgiving:
+
+- values must satisfy ``|out - ref| <= atol + rtol * |ref|`` element-wise (numpy's ``allclose`` rule),
+  with tolerances chosen by dtype (:data:`TOLERANCES`);
+- NaN or inf in the output never passes, whatever the reference says;
+- an all-zero output never passes: zeros are what an unlaunched kernel or a zero-filled buffer leaves;
+- an *unwritten* output never passes: before a variant runs, :func:`poison_allocator` fills the
+  allocator's free blocks with all-ones bytes (NaN in every float format) so that an element the
+  kernel forgot to write reads as NaN instead of as a stale, possibly correct, earlier result.
+
+Outputs may be torch tensors, CuPy arrays or JAX arrays; they are converted to torch through DLPack,
+which shares memory instead of copying.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: (rtol, atol) by dtype key. fp32 leaves room for a different summation order, not for TF32.
+TOLERANCES = {
+    "fp64": (1e-7, 1e-9),
+    "fp32": (1e-4, 1e-5),
+    "tf32": (1e-2, 1e-3),
+    "fp16": (1e-3, 1e-3),
+    "bf16": (1.6e-2, 1e-3),
+    "fp8": (1.25e-1, 1e-2),
+    "int8": (0.0, 0.0),
+}
+
+
+def tolerances(dtype, rtol=None, atol=None) -> tuple[float, float]:
+    """The race's tolerances, defaulting by dtype (exact for integers and unknown dtypes)."""
+    from .roofline import dtype_key
+
+    default = TOLERANCES.get(dtype_key(dtype), (0.0, 0.0))
+    return (default[0] if rtol is None else float(rtol), default[1] if atol is None else float(atol))
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    ok: bool
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def to_torch(x):
+    """A torch view of a torch tensor, CuPy/JAX array (DLPack) or numpy array."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x
+    if hasattr(x, "__dlpack__"):
+        try:
+            return torch.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError):
+            pass
+    import numpy as np
+
+    return torch.from_numpy(np.asarray(x))
+
+
+def compare(out, ref, rtol: float, atol: float) -> CheckResult:
+    """Check ``out`` against ``ref`` under the module's rules; never raises for a wrong output."""
+    import torch
+
+    try:
+        out = to_torch(out)
+    except Exception as exc:  # noqa: BLE001 - an output we cannot read is a wrong output
+        return CheckResult(False, reason=f"output is not an array ({type(out).__name__}): {exc}")
+    ref = to_torch(ref)
+    if tuple(out.shape) != tuple(ref.shape):
+        return CheckResult(False, reason=f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    if out.device != ref.device:
+        out = out.to(ref.device)
+    if out.numel() == 0:
+        return CheckResult(True)
+    floating = out.is_floating_point() or out.is_complex()
+    work = torch.float64 if ref.device.type == "cpu" else torch.float32
+    o, r = out.to(work), ref.to(work)
+    if not bool(torch.isfinite(r).all()):
+        return CheckResult(False, reason="the reference output holds NaN/inf: fix the reference or the inputs")
+    finite = torch.isfinite(o)
+    if not bool(finite.all()):
+        bad = int((~finite).sum())
+        first = int((~finite).flatten().nonzero()[0])
+        return CheckResult(False, float("inf"), float("inf"),
+                           f"{bad} of {o.numel()} outputs are NaN/inf (first at flat index {first}; "
+                           "NaN is also what an unwritten, poisoned element reads as)")
+    if not bool(o.any()) and (floating or bool(r.any())):
+        return CheckResult(False, float(r.abs().max()), 1.0 if bool(r.any()) else 0.0,
+                           "output is all zeros (a kernel that never ran, or wrote nothing, looks like this)")
+    diff = (o - r).abs()
+    max_abs = float(diff.max())
+    tiny = torch.finfo(work).tiny
+    max_rel = float((diff / r.abs().clamp_min(tiny)).max())
+    bad_mask = diff > (atol + rtol * r.abs())
+    if bool(bad_mask.any()):
+        n_bad = int(bad_mask.sum())
+        i = int(bad_mask.flatten().nonzero()[0])
+        return CheckResult(False, max_abs, max_rel,
+                           f"{n_bad} of {o.numel()} elements differ beyond rtol={rtol:g}, atol={atol:g}; first at "
+                           f"flat index {i}: got {float(o.flatten()[i]):.6g}, expected {float(r.flatten()[i]):.6g}")
+    return CheckResult(True, max_abs, max_rel)
+
+
+def poison_allocator(nbytes: int, device) -> None:
+    """Fill free device memory that the next allocation of ``nbytes`` is likely to receive with 0xFF.
+
+    torch's CUDA caching allocator hands a freed block of the same size class to the next request, so
+    allocating, poisoning and freeing a block of the expected output size makes an unwritten output
+    element read as NaN (0xFF.. is NaN in fp32/fp16/bf16, -1 for integers). On CPU, large blocks come
+    from fresh zeroed pages, so unwritten elements read as zeros, which the value check catches.
+    """
+    import torch
+
+    if torch.device(device).type != "cuda" or nbytes <= 0:
+        return
+    block = torch.empty(int(nbytes), dtype=torch.uint8, device=device)
+    block.fill_(0xFF)
+    del block
