@@ -15,26 +15,32 @@ COMMANDS = {
     "sweep": ("labmagic.sweep", "execute chapters with papermill on this machine into results/<gpu>/notebooks"),
     "book": ("labmagic.site", "build the static site with jupyter-book from the stored notebook outputs"),
     "calibrate": ("labmagic.ceilings", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
+    "profile": ("labmagic.profile", "profile a chapter's variants with Nsight Compute"),
+    "sanitize": ("labmagic.sanitize", "run a chapter's variants under compute-sanitizer"),
+    "results": ("labmagic.results_cli", "what results/ holds; --stale lists stale rows; --readme regenerates README's table"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="labmagic", description="Kernel Lab: compile, check, bench and profile.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    modules = {}
+    # Only the chosen command's module is imported: a broken or heavy module cannot take the others down.
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    module = None
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        modules[name] = module
-        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
     args = parser.parse_args(argv)
     from .errors import LabError, one_line
 
     try:
-        return int(modules[args.command].run(args) or 0)
+        return int(module.run(args) or 0)
     except LabError as exc:
         print(one_line(exc), file=sys.stderr)
         return 2
-
 
 if __name__ == "__main__":
     sys.exit(main())

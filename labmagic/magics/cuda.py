@@ -34,6 +34,7 @@ class CudaKernelMagics(Magics):
     @argument("--panel", action="store_true", help="show the compile panel: instruction mix, occupancy, diff")
     @argument("--vs", default=None, metavar="KERNEL", help="diff the panel against another kernel's last compile")
     @argument("--block", type=int, default=None, help="threads per block for the occupancy estimate")
+    @argument("--smem", type=int, default=0, help="dynamic shared memory per block (bytes) for the occupancy estimate")
     @argument("options", nargs="*", help="NVRTC options after --, e.g. -- -use_fast_math -DTILE=32")
     @cell_magic
     def cuda_kernel(self, line: str, cell: str):
@@ -79,8 +80,8 @@ class CudaKernelMagics(Magics):
             # The previous compile of the same kernel, if this cell was edited and re-run.
             names = [python_name(e) for e in module.kernels]
             previous = next((self.history[n] for n in names if n in self.history and self.history[n][0].key != module.result.key), None)
-        display(build_panel(module.result, block_size=args.block, previous=previous, show_sass=args.sass,
-                            show_ptx=args.ptx))
+        display(build_panel(module.result, block_size=args.block, previous=previous, vs=args.vs,
+                            dynamic_smem=args.smem, show_sass=args.sass, show_ptx=args.ptx))
 
 
 def _unquote(text: str) -> str:

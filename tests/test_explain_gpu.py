@@ -1,0 +1,93 @@
+"""``%ncu`` and ``%sanitize`` end to end on a GPU: a tiny chapter with CUDA variants, one of them with
+a planted out-of-bounds access, replayed in the child under the real tools."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+CUDA_CELL = """\
+%%cuda_kernel
+extern "C" __global__ void vecadd_ok(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" __global__ void vecadd_oob(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= n) c[i] = a[i] + b[i];  // PLANTED: thread n reads and writes one past the end
+}"""
+
+PYTHON_CELL = """\
+import torch, triton, labmagic.benchmark
+
+def run(kernel):
+    def call(a, b):
+        c = torch.empty_like(a)
+        # One thread more than elements, so the planted `i <= n` guard lets thread n through.
+        kernel(a, b, c, a.numel(), grid=triton.cdiv(a.numel() + 1, 256), block=256)
+        return c
+    return call
+
+race = labmagic.benchmark.Race(
+    chapter="98_explain", ref="torch",
+    variants={"torch": torch.add, "cuda_ok": run(vecadd_ok), "cuda_oob": run(vecadd_oob)},
+    make_inputs=lambda n: (torch.randn(n, device="cuda"), torch.randn(n, device="cuda")),
+    shapes=[(2**26,)], check_shapes=[(1024,)], nbytes=lambda n: 12 * n, flops=lambda n: n)"""
+
+PLANTED_LINE = 1 + CUDA_CELL.splitlines().index(
+    "  if (i <= n) c[i] = a[i] + b[i];  // PLANTED: thread n reads and writes one past the end")
+
+
+# check_shapes=(1024,): 4096-byte tensors, a multiple of any allocation granularity, so the access one
+# element past the end is past the allocation memcheck knows (the child disables torch's cache).
+
+
+@pytest.fixture
+def chapter(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))  # reports go to tmp_path/results, not the repo
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s}
+             for s in ("%load_ext labmagic", CUDA_CELL, PYTHON_CELL, "%bench race")]
+    path = tmp_path / "98_explain.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_ncu_profiles_only_the_variant_and_counts_its_bytes(shell, chapter, tmp_path):
+    result = shell.run(f"%ncu cuda_ok --chapter {chapter} --shape 2**26")
+    names = [k.name for k in result.kernels]
+    assert names == ["vecadd_ok"], names  # not randn, not the warm-up
+    (k,) = result.kernels
+    assert result.nbytes == 12 * 2**26
+    # 256 MiB per tensor, far beyond L2: DRAM traffic is the predicted bytes within a few percent.
+    assert result.dram_bytes == pytest.approx(result.nbytes, rel=0.05)
+    assert k.registers and k.duration_s and k.memory_pct > 50
+    assert k.theoretical_occupancy_pct == 100.0
+    assert result.report.exists() and result.report.suffix == ".ncu-rep"
+    assert result.report.parent == tmp_path / "results" / result.report.parts[-4] / "profiles" / "98_explain"
+    assert "DRAM traffic per call" in repr(result)
+
+
+def test_sanitize_finds_the_planted_out_of_bounds_line(shell, chapter):
+    result = shell.run(f"%sanitize cuda_oob --chapter {chapter}")
+    assert not result.clean
+    device = [f for f in result.findings if f.severity == "error"]
+    assert device, result.log[-3000:]
+    assert all(f.kernel == "vecadd_oob" for f in device)
+    assert {f.line for f in device} == {PLANTED_LINE}
+    assert any("Invalid __global__" in f.kind for f in device)
+    assert device[0].source_line.startswith("if (i <= n) c[i] = a[i] + b[i];")
+    assert f"cell:{PLANTED_LINE}" in repr(result)
+
+
+def test_sanitize_clean_kernel_reports_clean(shell, chapter):
+    result = shell.run(f"%sanitize cuda_ok --chapter {chapter}")
+    assert result.clean, repr(result) + result.log[-3000:]
+    assert result.errors == 0 and "clean (0 errors)" in repr(result)
+
+
+def test_racecheck_runs_clean_on_a_kernel_without_shared_memory(shell, chapter):
+    result = shell.run(f"%sanitize cuda_ok --tool racecheck --chapter {chapter}")
+    assert result.clean, result.log[-3000:]
