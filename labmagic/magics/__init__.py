@@ -41,11 +41,7 @@ def load_ipython_extension(ipython) -> None:
     from .. import SETUP_NOTES
 
     for name in MAGIC_MODULES:
-        try:  # TEMP-DEV: tolerate magic modules still being written
-            importlib.import_module(name).register(ipython)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+        importlib.import_module(name).register(ipython)
     ipython.set_custom_exc((LabError, RuntimeError), _show_lab_error)
     for note in SETUP_NOTES:
         print(f"labmagic: {note}", file=sys.stderr if "before labmagic" in note else sys.stdout)
