@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from .errors import NoGPUError
+from .paths import atomic_write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,9 +121,6 @@ def run(args) -> int:
         "provenance": provenance.collect(),
     }
     path = Path(args.out or roofline.ceilings_path(device_slug()))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
     print(f"wrote {path}")
     return 0

@@ -18,12 +18,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
 from .errors import CompileError
-from .paths import cache_dir
+from .paths import atomic_write, cache_dir
 from .resources import Resources, parse_ptxas_log
 from .runtime import target_arch
 
@@ -54,7 +53,7 @@ class CompileResult:
         """The CUBIN on disk (written by the cache), for tools that want a file (CuPy, nvdisasm)."""
         path = cache_dir() / f"{self.key}.cubin"
         if not path.exists():
-            _atomic_write(path, self.cubin)
+            atomic_write(path, self.cubin)
         return path
 
 
@@ -267,21 +266,12 @@ def _load_disk(key: str) -> CompileResult | None:
 def _store_disk(result: CompileResult) -> None:
     folder = cache_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / f"{result.key}.cubin", result.cubin)
+        atomic_write(folder / f"{result.key}.cubin", result.cubin)
         meta = {
             "source": result.source, "arch": result.arch, "options": list(result.options), "ptx": result.ptx,
             "log": result.log, "lowered": result.lowered, "first_line": result.first_line,
             "nvrtc": nvrtc_version(),
         }
-        _atomic_write(folder / f"{result.key}.json", json.dumps(meta).encode())
+        atomic_write(folder / f"{result.key}.json", json.dumps(meta).encode())
     except OSError:
         pass  # a read-only home must not break compiling; the memory cache still works
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)

@@ -79,13 +79,7 @@ def png_bytes(result, dpi: int = 110) -> bytes:
 
 
 def save_png(result, path) -> Path:
-    """Write the figure to ``path`` atomically (temporary file and ``os.replace``)."""
-    import os
+    """Write the figure to ``path`` atomically."""
+    from .paths import atomic_write
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = result.png or png_bytes(result)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, result.png or png_bytes(result))

@@ -22,13 +22,13 @@ import csv
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from .errors import LabError, NoGPUError, ToolMissingError
+from .errors import LabError, NoGPUError
 from .ncu import KernelProfile, diagnose, parse_raw_csv, summary_rows
+from .tools import find_nsight_tool
 
 CHILD_MARKER = "LABMAGIC-CHILD "
 
@@ -38,28 +38,6 @@ class ProfilerError(LabError, RuntimeError):
 
 
 # --- finding the tools ----------------------------------------------------------------------------
-
-def find_nsight_tool(name: str, env: str) -> str:
-    """``ncu`` / ``compute-sanitizer``: ``$ENV``, PATH, then the usual toolkit and Nsight folders."""
-    if os.environ.get(env):
-        return os.environ[env]
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = []
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            candidates += [Path(home) / "bin" / name, Path(home) / "compute-sanitizer" / name]
-    candidates += sorted(Path("/opt/nvidia").glob(f"nsight-compute/*/{name}"), reverse=True)
-    candidates += sorted(Path("/usr/local").glob(f"cuda-*/bin/{name}"), reverse=True)
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    raise ToolMissingError(
-        f"{name} not found: install Nsight Compute / the CUDA toolkit (it ships {name}), put it on PATH, "
-        f"or set {env}=/path/to/{name}"
-    )
-
 
 def find_ncu() -> str:
     return find_nsight_tool("ncu", "LABMAGIC_NCU")

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import csv
 import fcntl
-import os
-import tempfile
+import io
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .paths import atomic_write
 from .provenance import FIELDS as PROVENANCE_FIELDS
 
 #: Columns every bench CSV has, in order. Extra keys in rows are appended after these.
@@ -78,20 +78,11 @@ def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) 
         kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in key) not in new_keys]
         extra = [c for r in (*kept, *new) for c in r if c not in COLUMNS]
         columns = COLUMNS + list(dict.fromkeys(extra))
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=columns, restval="")
-                writer.writeheader()
-                writer.writerows(kept + new)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for everyone to read
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(kept + new)
+        atomic_write(path, text.getvalue())
     return path
 
 

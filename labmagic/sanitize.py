@@ -20,7 +20,8 @@ import re
 import subprocess
 
 from .errors import LabError
-from .profile import _child_env, _tail, child_command, child_record, find_nsight_tool, require_gpu
+from .profile import _child_env, _tail, child_command, child_record, require_gpu
+from .tools import find_nsight_tool
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 _PREFIX = re.compile(r"^=+ ?")

@@ -15,39 +15,15 @@ ran is Nsight Compute's job (:mod:`labmagic.profile`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from collections import Counter
 
 from .errors import ToolMissingError
-
-
-@functools.lru_cache(maxsize=None)
-def find_tool(name: str) -> str:
-    """Path of a CUDA binary utility (``nvdisasm``, ``cuobjdump``): the pip wheel first, then PATH
-    and a toolkit under ``CUDA_HOME`` or ``/usr/local/cuda``. Raises :class:`ToolMissingError`."""
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-
-        found = find_nvidia_binary_utility(name)
-        if found:
-            return str(found)
-    except Exception:  # pathfinder missing, or it cannot place the tool: try the usual places
-        pass
-    found = shutil.which(name)
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
-            return os.path.join(home, "bin", name)
-    raise ToolMissingError(
-        f"{name} not found: `pip install nvidia-cuda-{name}` (CUDA 13; `-cu12` for CUDA 12) or install a CUDA toolkit"
-    )
+from .tools import find_tool  # noqa: F401  (re-exported: sass.find_tool)
 
 
 @dataclasses.dataclass(frozen=True)

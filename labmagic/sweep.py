@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .errors import LabError
 from .fingerprint import chapter_hash
-from .paths import book_dir, repo_root, results_dir
+from .paths import atomic_write, book_dir, repo_root, results_dir
 from .runtime import _driver_devices, device_slug, gpu_name
 
 #: The GPU whose outputs the book shows (``--reference`` refuses other devices). ``LABMAGIC_BOOK_GPU`` overrides.
@@ -184,9 +184,7 @@ def write_reference(executed: Path, target: Path) -> None:
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
-    tmp = target.with_suffix(".ipynb.tmp")
-    tmp.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------------- many chapters
