@@ -188,9 +188,12 @@ class BenchResult:
         if png_path is not False:
             from . import plots
 
-            # The saved plot shows every row of the CSV, not only the ones this run re-measured.
-            whole = load_result(self.csv_path, spec=self.spec, ceilings=self.ceilings)
-            self.png_path = plots.save_png(whole, png_path or self.csv_path.with_suffix(".png"))
+            # The saved plots show every row of the CSV, not only the ones this run re-measured.
+            if png_path:
+                self.png_path = plots.save_png(load_result(self.csv_path, self.spec, self.ceilings), png_path)
+            else:
+                pngs = plots.save_chapter_pngs(load_result(self.csv_path, self.spec, self.ceilings))
+                self.png_path = pngs.get(self.rows[0].dtype if self.rows else "", next(iter(pngs.values()), None))
 
     def _repr_html_(self) -> str:
         from .display.bench import render_html
@@ -227,7 +230,7 @@ def load_result(csv_path, spec=None, ceilings=None) -> BenchResult:
     device = raw[0].get("gpu", "?") if raw else "?"
     timers = ", ".join(sorted({r.timer for r in rows if r.timer and r.timer != "-"})) or "-"
     return BenchResult(rows[0].chapter if rows else "", rows, True, device,
-                       spec or roofline.find_spec(device), ceilings, timer=timers)
+                       spec or roofline.find_spec(device), ceilings, timer=timers, csv_path=csv_path)
 
 
 # -- correctness -------------------------------------------------------------------------------------

@@ -54,7 +54,8 @@ def figure(result):
     if series:
         ax_t.legend(fontsize=8)
         ax_r.legend(fontsize=8)
-    fig.suptitle(f"{result.chapter} on {result.device}")
+    dtypes = sorted({r.dtype for r in result.rows if r.dtype})
+    fig.suptitle(f"{result.chapter} on {result.device}" + (f", {dtypes[0]}" if len(dtypes) == 1 else ""))
     return fig
 
 
@@ -83,3 +84,17 @@ def save_png(result, path) -> Path:
     from .paths import atomic_write
 
     return atomic_write(path, result.png or png_bytes(result))
+
+
+def save_chapter_pngs(result) -> dict[str, Path]:
+    """A chapter's plots next to its CSV: ``<chapter>.png``, or ``<chapter>.<dtype>.png`` per dtype when the
+    chapter races several (one figure mixing fp32 and bf16 rows would draw each variant as a zigzag)."""
+    import dataclasses
+
+    csv_path = Path(result.csv_path)
+    dtypes = sorted({r.dtype for r in result.rows})
+    if len(dtypes) <= 1:
+        return {d: save_png(result, csv_path.with_suffix(".png")) for d in dtypes or [""]}
+    csv_path.with_suffix(".png").unlink(missing_ok=True)  # the single-dtype plot this CSV had before
+    return {d: save_png(dataclasses.replace(result, rows=[r for r in result.rows if r.dtype == d], png=None),
+                        csv_path.with_suffix(f".{d}.png")) for d in dtypes}

@@ -118,3 +118,16 @@ def test_saved_plot_and_reloaded_result_cover_every_row_of_the_csv(tmp_path):
     assert row.ms_median == pytest.approx(again.row("torch", 256).ms_median, rel=1e-5)
     assert row.status == "ok" and isinstance(row.alloc_retries, int) and row.below_floor is False
     assert "torch_wrong" in repr(loaded)
+
+
+def test_a_chapter_racing_two_dtypes_gets_one_plot_per_dtype(tmp_path):
+    path = tmp_path / "bench" / "test_csv.csv"
+    bench(_race(), timer=WallTimer(reps=2), plot=False).save(path)
+    assert path.with_suffix(".png").exists()  # one dtype so far: the plain name
+    race64 = _race()
+    race64.dtype = "float64"
+    again = bench(race64, timer=WallTimer(reps=2), plot=False)
+    again.save(path)
+    pngs = sorted(p.name for p in path.parent.glob("*.png"))
+    assert pngs == ["test_csv.float32.png", "test_csv.float64.png"]  # the mixed plot is gone
+    assert again.png_path.name == "test_csv.float64.png"
