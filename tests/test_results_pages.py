@@ -105,3 +105,18 @@ def test_the_repository_readme_matches_its_results(monkeypatch):
 def test_no_results_yet_still_builds_a_results_page(tmp_path):
     root = scratch_checkout(tmp_path / "repo")
     assert "No results yet" in results_pages.render(root)
+
+
+def test_headline_takes_each_dtype_and_the_squarest_of_the_largest_shapes():
+    import pandas as pd
+
+    rows = []
+    for dtype, scale in (("float32", 1.0), ("bfloat16", 0.5)):
+        for shape, ms in (("8192x2048", 1.0), ("4096x4096", 2.0), ("2048x8192", 3.0), ("16x16", 0.001)):
+            for variant, factor in (("torch", 1.5), ("ours", 1.0)):
+                rows.append({"chapter": "c", "gpu_slug": "g", "dtype": dtype, "shape": shape, "variant": variant,
+                             "status": "ok", "ms_median": ms * scale * factor, "gbps": 1.0, "tflops": 1.0,
+                             "sol_pct": 50.0, "vs_ref": 1.5 / factor})
+    got = results_pages.headline_rows(pd.DataFrame(rows))
+    assert [(r[2], r[3], r[4]) for r in got] == [("bfloat16", "4096x4096", "ours"), ("float32", "4096x4096", "ours")]
+    assert got[1][5] == results_pages._num(2.0, 4)  # the float32 median at 4096x4096
