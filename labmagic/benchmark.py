@@ -189,11 +189,11 @@ class BenchResult:
             from . import plots
 
             # The saved plots show every row of the CSV, not only the ones this run re-measured.
+            whole = load_result(self.csv_path, self.spec, self.ceilings)
             if png_path:
-                self.png_path = plots.save_png(load_result(self.csv_path, self.spec, self.ceilings), png_path)
+                self.png_path = plots.save_png(whole, png_path)
             else:
-                pngs = plots.save_chapter_pngs(load_result(self.csv_path, self.spec, self.ceilings))
-                self.png_path = pngs.get(self.rows[0].dtype if self.rows else "", next(iter(pngs.values()), None))
+                self.png_path = plots.save_chapter_pngs(whole)[self.rows[0].dtype]
 
     def _repr_html_(self) -> str:
         from .display.bench import render_html

@@ -6,6 +6,7 @@ changes a GUI backend and works the same in a notebook, papermill and a test.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -89,12 +90,10 @@ def save_png(result, path) -> Path:
 def save_chapter_pngs(result) -> dict[str, Path]:
     """A chapter's plots next to its CSV: ``<chapter>.png``, or ``<chapter>.<dtype>.png`` per dtype when the
     chapter races several (one figure mixing fp32 and bf16 rows would draw each variant as a zigzag)."""
-    import dataclasses
-
     csv_path = Path(result.csv_path)
     dtypes = sorted({r.dtype for r in result.rows})
     if len(dtypes) <= 1:
-        return {d: save_png(result, csv_path.with_suffix(".png")) for d in dtypes or [""]}
+        return {d: save_png(result, csv_path.with_suffix(".png")) for d in dtypes}
     csv_path.with_suffix(".png").unlink(missing_ok=True)  # the single-dtype plot this CSV had before
     return {d: save_png(dataclasses.replace(result, rows=[r for r in result.rows if r.dtype == d], png=None),
                         csv_path.with_suffix(f".{d}.png")) for d in dtypes}

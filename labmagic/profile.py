@@ -226,22 +226,32 @@ def list_variants(chapter: str, params: dict | None = None) -> dict:
     return record
 
 
-def add_arguments(parser) -> None:
+def add_chapter_arguments(parser, verb: str) -> None:
+    """The arguments every command that runs a chapter's variants in a child takes (profile, sanitize)."""
     parser.add_argument("chapter", help="chapter number, stem or name (01, 01_vector_add, vector_add)")
-    parser.add_argument("--variant", action="append", help="variant(s) to profile (default: all)")
+    parser.add_argument("--variant", action="append", help=f"variant(s) to {verb} (default: all)")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a papermill parameter of the chapter")
+
+
+def chapter_variants(args) -> tuple[dict[str, str], list[str]]:
+    """(papermill parameters, variants to run) from :func:`add_chapter_arguments`'s arguments."""
+    params = dict(p.partition("=")[::2] for p in args.param)
+    return params, args.variant or list_variants(args.chapter, params)["variants"]
+
+
+def add_arguments(parser) -> None:
+    add_chapter_arguments(parser, "profile")
     parser.add_argument("--shape", help="shape to profile: 4096, 4096x4096, 2**28 (default: the race's largest)")
     parser.add_argument("--set", dest="section_set", default="full", help="ncu section set (default: full)")
     parser.add_argument("--clock-control", default="none", help="ncu --clock-control (default: none)")
     parser.add_argument("--iters", type=int, default=1, help="calls inside the profiled range")
-    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a papermill parameter of the chapter")
 
 
 def run(args) -> int:
     require_gpu("labmagic profile")
     find_ncu()
-    params = dict(p.partition("=")[::2] for p in args.param)
-    variants = args.variant or list_variants(args.chapter, params)["variants"]
+    params, variants = chapter_variants(args)
     failed = 0
     for variant in variants:
         try:

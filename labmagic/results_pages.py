@@ -138,11 +138,17 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
     return reasons
 
 
-def shape_size(shape) -> int:
+def shape_dims(shape) -> list[int]:
+    """``"32768x8192"`` -> ``[32768, 8192]``; ``[]`` for a shape that is not a product of integers."""
     try:
-        return math.prod(int(part) for part in str(shape).split("x"))
+        return [int(part) for part in str(shape).split("x")]
     except ValueError:
-        return 0
+        return []
+
+
+def shape_size(shape) -> int:
+    dims = shape_dims(shape)
+    return math.prod(dims) if dims else 0
 
 
 def _ok(df: pd.DataFrame) -> pd.Series:
@@ -315,8 +321,8 @@ def render(root: Path, doc_dir: str = "book") -> str:
 
 def _squareness(shape) -> float:
     """1 for a square shape, smaller the more lopsided: picks 16384x16384 out of a row-length sweep."""
-    dims = [int(d) for d in str(shape).split("x") if d.isdigit()]
-    return min(dims) / max(dims) if dims and max(dims) else 0.0
+    dims = shape_dims(shape)
+    return min(dims) / max(dims) if dims and max(dims) > 0 else 0.0
 
 
 def headline_rows(df: pd.DataFrame) -> list[list]:

@@ -270,21 +270,19 @@ def sanitize_variant(chapter: str, variant: str, shape: str | None = None, *, to
 # --- CLI: labmagic sanitize CHAPTER ----------------------------------------------------------------
 
 def add_arguments(parser) -> None:
-    parser.add_argument("chapter", help="chapter number, stem or name (01, 01_vector_add, vector_add)")
-    parser.add_argument("--variant", action="append", help="variant(s) to check (default: all)")
+    from .profile import add_chapter_arguments
+
+    add_chapter_arguments(parser, "check")
     parser.add_argument("--tool", choices=TOOLS, default="memcheck", help="compute-sanitizer tool")
     parser.add_argument("--shape", help="shape to run: 4096, 31x17x29 (default: the race's largest check shape)")
-    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a papermill parameter of the chapter")
 
 
 def run(args) -> int:
-    from .profile import list_variants
+    from .profile import chapter_variants
 
     require_gpu("labmagic sanitize")
     find_sanitizer()
-    params = dict(p.partition("=")[::2] for p in args.param)
-    variants = args.variant or list_variants(args.chapter, params)["variants"]
+    params, variants = chapter_variants(args)
     dirty = 0
     for variant in variants:
         result = sanitize_variant(args.chapter, variant, args.shape, tool=args.tool, params=params)
