@@ -1,25 +1,29 @@
-"""Chapter 02's tile shapes scheduled two ways, data-parallel and stream-K, raced against cuBLAS.
+"""Chapter 02's last rungs, version against version and schedule against schedule, raced against cuBLAS.
 
-The question this answers: how much of the gap to cuBLAS is the wave tail? At 4096^3 a 128x256 tile
-makes 512 tiles for 132 SMs holding one block each: 3.88 waves, so the last wave leaves 16 SMs idle.
-Stream-K (rung 9) shares the last partial wave, and ``sk_waves`` full waves before it, out by K
-iterations instead.
+Two questions, one run:
 
-The script runs the chapter's own code: it replays ``book/02_sgemm.ipynb`` up to its ``%bench`` cell
-(``labmagic.chapter.load_chapter``) and uses its ``async_launcher``, ``streamk_launcher``, ``check``
-and ``make_inputs``. Every launcher is checked on the chapter's odd shapes and on a shape whose tile
-count leaves a partial wave, then timed with ``%bench``'s timer (``labmagic.timing.CudaTimer``), with
-cuBLAS timed before and after each row. ``--baseline CELL.cu`` also times the ``sgemm_async``
-instances of an older version of the rung-8 cell (for instance the one a refactor replaced).
-Writes ``results/<gpu>/sgemm_schedule.csv``.
+- **The schedule.** At 4096^3 a 128x256 tile makes 512 tiles for 132 SMs holding one block each: 3.88
+  waves, so the last wave leaves 16 SMs idle. How much does stream-K (rung 9: the partial wave, and
+  ``sk_waves`` full waves before it, shared out by K iterations) win back?
+- **The main loop.** Which version of the rung-8/9 cell's code is fastest? ``--source NAME=FILE`` adds a
+  version (the cell's CUDA source without its magic line); the chapter's own cell is always raced,
+  as ``chapter``.
 
-    python benchmarks/sgemm_schedule.py [--sizes 2048,4096,8192] [--baseline OLD_CELL.cu]
+It runs the chapter's own code: it replays ``book/02_sgemm.ipynb`` up to its ``%bench`` cell
+(``labmagic.chapter.load_chapter``) and uses its ``async_launcher``, ``streamk_launcher``, ``check`` and
+``make_inputs``. Every launcher is checked on the chapter's odd shapes and on a shape whose tile count
+leaves a partial wave, then timed with ``%bench``'s timer (``labmagic.timing.CudaTimer``), with cuBLAS
+timed right before each row. ``--tune-cell`` also runs the chapter's autotune cell (a GPU smoke test of
+it). Writes ``results/<gpu>/sgemm_schedule.csv``.
+
+    python benchmarks/sgemm_schedule.py [--sizes 4096,8192] [--source old=old.cu] [--config 128,256,8,64,64,16,8,3]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import time
 from pathlib import Path
@@ -28,41 +32,44 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TAIL_SHAPE = (3000, 4000, 300)  # 24 x 16 tiles of 128x256: two waves whole, the rest split; K crosses tiles
-SK_WAVES = (0, 1, None)  # full waves shared out besides the partial one (None: every tile)
+SK_WAVES = (0, 1)  # full waves shared out by K iterations besides the partial one
 
 
-def schedules(ns: dict, baseline) -> list[tuple[str, tuple, object, object]]:
-    """(schedule, config, launcher, kernel) for every row to time."""
-    rows = [("data-parallel", cfg, ns["async_launcher"](cfg), ns["async_module"][ns["_expr"]("sgemm_async", cfg)])
-            for cfg in ns["CONFIGS"]]
-    for cfg in ns["STREAMK_CONFIGS"]:
-        kernel = ns["async_module"][ns["_expr"]("sgemm_streamk", cfg)]
-        for waves in SK_WAVES:
-            name = "stream-K, all tiles" if waves is None else f"stream-K, sk_waves={waves}"
-            rows.append((name, cfg, ns["streamk_launcher"](cfg, sk_waves=waves), kernel))
-    if baseline is not None:
-        for cfg in ns["CONFIGS"]:
-            kernel = baseline[ns["_expr"]("sgemm_async", cfg)]
-            rows.append(("baseline data-parallel", cfg, _grid_launcher(ns, kernel, cfg), kernel))
-    return rows
+def expressions(ns: dict, configs) -> tuple[str, ...]:
+    out = [ns["_expr"]("sgemm_async", cfg) for cfg in configs]
+    out += [ns["_expr"]("sgemm_streamk", cfg) for cfg in configs if cfg[5:7] == (16, 8)]
+    return tuple(out)
 
 
-def _grid_launcher(ns: dict, kernel, cfg):
-    threads, smem = ns["_threads_smem"](cfg)
-    cdiv = ns["cdiv"]
+def launchers(ns: dict, version: str, module, configs):
+    """(version, schedule, config, launcher, kernel) for every instance the module holds."""
+    for cfg in configs:
+        yield (version, "data-parallel", cfg, ns["async_launcher"](cfg, module=module),
+               module[ns["_expr"]("sgemm_async", cfg)])
+        if cfg[5:7] == (16, 8):
+            for waves in SK_WAVES:
+                yield (version, f"stream-K, sk_waves={waves}", cfg,
+                       ns["streamk_launcher"](cfg, sk_waves=waves, module=module),
+                       module[ns["_expr"]("sgemm_streamk", cfg)])
 
-    def launch(A, B, out=None):
-        (M, K), N = A.shape, B.shape[1]
-        C = ns["_out"](A, B, out)
-        kernel(A, B, C, M, N, K, grid=(cdiv(N, cfg[1]), cdiv(M, cfg[0])), block=threads, smem=smem)
-        return C
-    return launch
+
+def tune_cell_source() -> str:
+    cells = json.loads((ROOT / "book" / "02_sgemm.ipynb").read_text())["cells"]
+    for cell in cells:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code" and "def tune():" in src:
+            return src
+    raise SystemExit("chapter 02 has no autotune cell")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="2048,4096,8192")
-    parser.add_argument("--baseline", type=Path, help="an older rung-8 cell (CUDA source, no magic line)")
+    parser.add_argument("--sizes", default="4096,8192")
+    parser.add_argument("--source", action="append", default=[], metavar="NAME=FILE",
+                        help="another version of the rung-8/9 cell (CUDA source, no magic line)")
+    parser.add_argument("--config", action="append", default=[], metavar="BM,BN,BK,WM,WN,TM,TN,STAGES",
+                        help="tile shape to race (default: the chapter's CONFIGS)")
+    parser.add_argument("--tune-cell", action="store_true", help="also run the chapter's autotune cell")
     args = parser.parse_args()
     start = time.perf_counter()
 
@@ -75,52 +82,55 @@ def main() -> None:
 
     ns = load_chapter("02_sgemm", parameters={"size": "quick"})
     print(f"chapter replayed in {time.perf_counter() - start:.0f} s; NVRTC {nvrtc.nvrtc_version()}", flush=True)
-    baseline = None
-    if args.baseline:
-        exprs = tuple(ns["_expr"]("sgemm_async", cfg) for cfg in ns["CONFIGS"])
-        baseline = lab_kernel.compile_module(args.baseline.read_text(), name_expressions=exprs)
+    if args.tune_cell:
+        exec(tune_cell_source(), ns)  # noqa: S102  (the chapter's own cell, as the notebook runs it)
+        print(f"autotune cell ran at {time.perf_counter() - start:.0f} s", flush=True)
+    configs = [tuple(int(x) for x in c.split(",")) for c in args.config] or list(ns["CONFIGS"])
+    versions = {"chapter": None}
+    for item in args.source:
+        name, _, path = item.partition("=")
+        versions[name] = Path(path).read_text()
 
     rows = []
-    for name, cfg, launch, kern in schedules(ns, baseline):
-        res = kern.resources
-        shapes = [*ns["CHECK_SHAPES"], TAIL_SHAPE]
-        try:
-            for i, (M, N, K) in enumerate(shapes):
-                ns["check"](launch, M, N, K, seed=31 * i + 5)
-        except AssertionError as exc:
-            print(f"{name} {cfg} FAILS the check: {str(exc).splitlines()[0]}", flush=True)
-            continue
-        rows.append({"schedule": name, "config": " ".join(map(str, cfg)), "registers": res.registers,
-                     "spill_bytes": res.spill_stores + res.spill_loads, "launch": launch})
+    for version, source in versions.items():
+        exprs = expressions(ns, configs)
+        module = ns["async_module"]
+        if source is not None or not all(e in module.kernels for e in exprs):
+            module = lab_kernel.compile_module(source or module.source, name_expressions=exprs)
+        for version, schedule, cfg, launch, kern in launchers(ns, version, module, configs):
+            res = kern.resources
+            row = {"version": version, "schedule": schedule, "config": " ".join(map(str, cfg)),
+                   "registers": res.registers, "spill_bytes": res.spill_stores + res.spill_loads}
+            try:
+                for i, (M, N, K) in enumerate([*ns["CHECK_SHAPES"], TAIL_SHAPE]):
+                    ns["check"](launch, M, N, K, seed=31 * i + 5)
+            except AssertionError as exc:
+                print(f"{version} {schedule} {cfg} FAILS the check: {str(exc).splitlines()[0]}", flush=True)
+                continue
+            rows.append((row, launch))
     print(f"{len(rows)} launchers passed the checks at {time.perf_counter() - start:.0f} s", flush=True)
 
     timer = CudaTimer()
-    torch_mm = ns["torch_mm"]
     out = []
     for n in (int(s) for s in args.sizes.split(",")):
         inputs = [ns["make_inputs"](n, n, n)]
-        for row in rows:
-            before = timer.time(torch_mm, inputs).median_ms
-            ours = timer.time(row["launch"], inputs).median_ms
-            after = timer.time(torch_mm, inputs).median_ms
-            cublas = (before + after) / 2
-            rec = {k: v for k, v in row.items() if k != "launch"}
-            rec.update(size=n, ms=round(ours, 4), tflops=round(2 * n**3 / ours / 1e9, 2), cublas_ms=round(cublas, 4),
-                       pct_of_cublas=round(100 * cublas / ours, 1))
+        for row, launch in rows:
+            cublas = timer.time(ns["torch_mm"], inputs).median_ms
+            ours = timer.time(launch, inputs).median_ms
+            rec = {**row, "size": n, "ms": round(ours, 4), "tflops": round(2 * n**3 / ours / 1e9, 2),
+                   "cublas_ms": round(cublas, 4), "pct_of_cublas": round(100 * cublas / ours, 1)}
             out.append(rec)
-            print(f"{n:>5} {rec['schedule']:<24} {rec['config']:<26} {rec['tflops']:6.2f} TFLOP/s "
-                  f"{rec['pct_of_cublas']:5.1f}% of cuBLAS ({cublas:.4f} ms)", flush=True)
+            print(f"{n:>5} {rec['version']:<9} {rec['schedule']:<18} {rec['config']:<24} {rec['registers']:>3} regs "
+                  f"{rec['tflops']:6.2f} TFLOP/s {rec['pct_of_cublas']:5.1f}% of cuBLAS", flush=True)
         del inputs
 
-    prov = collect()
+    prov = {"nvrtc": nvrtc.nvrtc_version(), **collect()}
     path = results_dir() / "sgemm_schedule.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        fields = [*out[0], "nvrtc", *prov]
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=[*out[0], *prov])
         w.writeheader()
-        for rec in out:
-            w.writerow({**rec, "nvrtc": nvrtc.nvrtc_version(), **prov})
+        w.writerows({**rec, **prov} for rec in out)
     print("wrote", path, f"in {time.perf_counter() - start:.0f} s")
 
 

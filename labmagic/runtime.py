@@ -112,10 +112,32 @@ def configure_triton() -> str | None:
 
 
 def configure_jax() -> None:
-    """Let JAX share the GPU with torch: allocate on demand instead of pre-allocating 75% of memory."""
+    """Let JAX share the GPU with torch: allocate on demand instead of pre-allocating 75% of memory,
+    and, where several GPUs are visible, use torch's device only.
+
+    On a multi-GPU host JAX opens every visible GPU when its backend starts and leaves the last one
+    current on the calling thread. torch then puts new ``"cuda"`` tensors on that GPU and refuses to
+    export the earlier ones through DLPack ("Can't export tensors on a different CUDA device index").
+    Restricting JAX to device 0 (torch's default; ``CUDA_VISIBLE_DEVICES`` picks which physical GPU
+    that is) keeps both frameworks on one GPU, which zero-copy exchange needs anyway.
+    """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if not has_gpu():
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    elif len(_driver_devices()) > 1:
+        _restrict_jax_to_device(0)
+
+
+def _restrict_jax_to_device(index: int) -> None:
+    try:
+        import jax
+    except ImportError:
+        return
+    try:
+        jax.config.update("jax_cuda_visible_devices", str(index))
+    except Exception as exc:  # noqa: BLE001  (JAX's backend already started: too late, say why)
+        print(f"labmagic: could not restrict JAX to GPU {index} ({exc}); on a multi-GPU host, import labmagic "
+              "before using JAX, or set CUDA_VISIBLE_DEVICES", file=sys.stderr)
 
 
 def triton_interpreted() -> bool:

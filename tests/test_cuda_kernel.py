@@ -226,6 +226,35 @@ def test_cpu_mode_configures_triton_and_jax():
     assert out.startswith("1 false [\"no CUDA GPU: Triton kernels run in Triton's interpreter")
 
 
+def test_jax_is_kept_on_torchs_gpu_when_several_are_visible(monkeypatch):
+    # On a two-GPU host JAX used to open both GPUs and leave GPU 1 current, so torch's next "cuda" tensor
+    # landed there and DLPack export of the earlier ones failed (seen in `labmagic sweep` on 2 H200s).
+    import jax
+
+    from labmagic import runtime
+
+    fake = (("NVIDIA H200", 9, 0, 132), ("NVIDIA H200", 9, 0, 132))
+    monkeypatch.setattr(runtime, "_driver_devices", lambda: fake)
+    before = jax.config.read("jax_cuda_visible_devices")
+    try:
+        runtime.configure_jax()
+        assert jax.config.read("jax_cuda_visible_devices") == "0"
+    finally:
+        jax.config.update("jax_cuda_visible_devices", before)
+
+
+@pytest.mark.gpu
+def test_jax_leaves_torchs_current_device_alone():
+    import jax.numpy as jnp
+
+    from labmagic.pallas import to_jax, to_torch
+
+    a = torch.arange(8.0, device="cuda")
+    b = to_torch(to_jax(a) * 2)  # starts JAX's GPU backend on first use
+    assert torch.cuda.current_device() == a.device.index == b.device.index
+    assert torch.equal(b, a * 2) and float(jnp.sum(to_jax(a))) == 28.0
+
+
 def test_triton_imported_first_is_called_out():
     code = "import triton, labmagic; print(labmagic.SETUP_NOTES[0])"
     env = {"LABMAGIC_FORCE_CPU": "1", "PATH": "/usr/bin:/bin"}
