@@ -111,7 +111,10 @@ def main() -> None:
     print(f"{len(rows)} launchers passed the checks at {time.perf_counter() - start:.0f} s", flush=True)
 
     timer = CudaTimer()
-    out = []
+    prov = {"nvrtc": nvrtc.nvrtc_version(), **collect()}
+    path = results_dir() / "sgemm_schedule.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out, f, w = [], path.open("w", newline=""), None  # row by row: a run cut short keeps what it measured
     for n in (int(s) for s in args.sizes.split(",")):
         inputs = [ns["make_inputs"](n, n, n)]
         for row, launch in rows:
@@ -120,17 +123,16 @@ def main() -> None:
             rec = {**row, "size": n, "ms": round(ours, 4), "tflops": round(2 * n**3 / ours / 1e9, 2),
                    "cublas_ms": round(cublas, 4), "pct_of_cublas": round(100 * cublas / ours, 1)}
             out.append(rec)
+            if w is None:
+                w = csv.DictWriter(f, fieldnames=[*rec, *prov])
+                w.writeheader()
+            w.writerow({**rec, **prov})
+            f.flush()
             print(f"{n:>5} {rec['version']:<9} {rec['schedule']:<18} {rec['config']:<24} {rec['registers']:>3} regs "
                   f"{rec['tflops']:6.2f} TFLOP/s {rec['pct_of_cublas']:5.1f}% of cuBLAS", flush=True)
         del inputs
 
-    prov = {"nvrtc": nvrtc.nvrtc_version(), **collect()}
-    path = results_dir() / "sgemm_schedule.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[*out[0], *prov])
-        w.writeheader()
-        w.writerows({**rec, **prov} for rec in out)
+    f.close()
     print("wrote", path, f"in {time.perf_counter() - start:.0f} s")
 
 
