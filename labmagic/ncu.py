@@ -102,7 +102,9 @@ class KernelProfile:
 
     @property
     def dram_pct(self):
-        return self.get("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM Throughput")
+        # Hopper's ncu 2025+ reports the SOL section's DRAM figure as gpu__dram_throughput.
+        return self.get("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "DRAM Throughput")
 
     @property
     def dram_read(self):

@@ -68,6 +68,16 @@ def test_raw_page_per_kernel_in_base_units():
     assert "FFMA (threads)" not in mix and "tensor core" not in mix
 
 
+def test_dram_share_of_peak_from_an_h200_raw_page():
+    # The raw page ncu wrote on the H200 for cuBLAS in chapter 02 has no dram__throughput; the SOL
+    # section's "DRAM Throughput" is gpu__dram_throughput there (the summary used to print "DRAM - of peak").
+    raw = Path(__file__).resolve().parents[1] / "results/nvidia-h200/profiles/02_sgemm/torch.raw.csv"
+    (k,) = ncu.parse_raw_csv(raw.read_text())
+    assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" not in k.metrics
+    assert k.dram_pct == pytest.approx(3.08)
+    assert k.dram_read == 342_116_352 and k.duration_s == pytest.approx(2.680768e-3)
+
+
 def test_profile_result_compares_dram_bytes_with_prediction():
     kernels = ncu.parse_raw_csv(RAW)
     # 2 calls profiled; predicted 3 * 4 * 2**28 bytes per call.
