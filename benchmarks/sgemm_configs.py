@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import json
 import os
 import statistics
 import sys
@@ -29,16 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 def template_source() -> str:
     """The rung-8 cell of chapter 02, without its magic line: the search times the chapter's own code."""
-    cells = json.loads((ROOT / "book" / "02_sgemm.ipynb").read_text())["cells"]
-    for cell in cells:
-        src = "".join(cell["source"])
-        if (
-            cell["cell_type"] == "code"
-            and src.startswith("%%cuda_kernel")
-            and "sgemm_async" in src
-        ):
-            return src.split("\n", 1)[1]
-    raise SystemExit("chapter 02 has no sgemm_async cell")
+    from labmagic.chapter import code_cell
+
+    return code_cell("02_sgemm", "%%cuda_kernel --as async_module").split("\n", 1)[1]
 
 
 def candidates() -> list[tuple[int, ...]]:

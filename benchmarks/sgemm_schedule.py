@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 import time
 from pathlib import Path
@@ -35,31 +34,27 @@ TAIL_SHAPE = (3000, 4000, 300)  # 24 x 16 tiles of 128x256: two waves whole, the
 SK_WAVES = (0, 1)  # full waves shared out by K iterations besides the partial one
 
 
+def has_streamk(cfg) -> bool:
+    """The chapter's rule for STREAMK_CONFIGS, for shapes outside its CONFIGS too: 16x8 outputs per thread."""
+    return cfg[5:7] == (16, 8)
+
+
 def expressions(ns: dict, configs) -> tuple[str, ...]:
     out = [ns["_expr"]("sgemm_async", cfg) for cfg in configs]
-    out += [ns["_expr"]("sgemm_streamk", cfg) for cfg in configs if cfg[5:7] == (16, 8)]
+    out += [ns["_expr"]("sgemm_streamk", cfg) for cfg in configs if has_streamk(cfg)]
     return tuple(out)
 
 
-def launchers(ns: dict, version: str, module, configs):
-    """(version, schedule, config, launcher, kernel) for every instance the module holds."""
+def launchers(ns: dict, module, configs):
+    """(schedule, config, launcher, kernel) for every instance the module holds."""
     for cfg in configs:
-        yield (version, "data-parallel", cfg, ns["async_launcher"](cfg, module=module),
+        yield ("data-parallel", cfg, ns["async_launcher"](cfg, module=module),
                module[ns["_expr"]("sgemm_async", cfg)])
-        if cfg[5:7] == (16, 8):
+        if has_streamk(cfg):
             for waves in SK_WAVES:
-                yield (version, f"stream-K, sk_waves={waves}", cfg,
+                yield (f"stream-K, sk_waves={waves}", cfg,
                        ns["streamk_launcher"](cfg, sk_waves=waves, module=module),
                        module[ns["_expr"]("sgemm_streamk", cfg)])
-
-
-def tune_cell_source() -> str:
-    cells = json.loads((ROOT / "book" / "02_sgemm.ipynb").read_text())["cells"]
-    for cell in cells:
-        src = "".join(cell["source"])
-        if cell["cell_type"] == "code" and "def tune():" in src:
-            return src
-    raise SystemExit("chapter 02 has no autotune cell")
 
 
 def main() -> None:
@@ -75,7 +70,7 @@ def main() -> None:
 
     from labmagic import kernel as lab_kernel
     from labmagic import nvrtc
-    from labmagic.chapter import load_chapter
+    from labmagic.chapter import code_cell, load_chapter
     from labmagic.paths import results_dir
     from labmagic.provenance import collect
     from labmagic.timing import CudaTimer
@@ -83,7 +78,7 @@ def main() -> None:
     ns = load_chapter("02_sgemm", parameters={"size": "quick"})
     print(f"chapter replayed in {time.perf_counter() - start:.0f} s; NVRTC {nvrtc.nvrtc_version()}", flush=True)
     if args.tune_cell:
-        exec(tune_cell_source(), ns)  # noqa: S102  (the chapter's own cell, as the notebook runs it)
+        exec(code_cell("02_sgemm", "def tune():"), ns)  # noqa: S102  (the chapter's own cell, as the notebook runs it)
         print(f"autotune cell ran at {time.perf_counter() - start:.0f} s", flush=True)
     configs = [tuple(int(x) for x in c.split(",")) for c in args.config] or list(ns["CONFIGS"])
     versions = {"chapter": None}
@@ -97,7 +92,7 @@ def main() -> None:
         module = ns["async_module"]
         if source is not None or not all(e in module.kernels for e in exprs):
             module = lab_kernel.compile_module(source or module.source, name_expressions=exprs)
-        for version, schedule, cfg, launch, kern in launchers(ns, version, module, configs):
+        for schedule, cfg, launch, kern in launchers(ns, module, configs):
             res = kern.resources
             row = {"version": version, "schedule": schedule, "config": " ".join(map(str, cfg)),
                    "registers": res.registers, "spill_bytes": res.spill_stores + res.spill_loads}

@@ -95,6 +95,18 @@ def _with_parameters(cells: list[tuple[str, str]], parameters, injected: bool) -
     return cells
 
 
+def code_cell(name_or_path, contains: str) -> str:
+    """The source of the chapter's first code cell that contains ``contains`` (scripts in ``benchmarks/``
+    run a chapter's own kernels and cells this way, not copies of them)."""
+    path = chapter_path(name_or_path)
+    for cell in json.loads(path.read_text()).get("cells", []):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") == "code" and contains in source:
+            return source
+    raise LabError(f"{path.name} has no code cell containing {contains!r}")
+
+
 def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=None) -> dict:
     """Execute a chapter notebook's code up to its ``%bench`` cell; return the namespace.
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from labmagic.chapter import replay_cells
+from labmagic.chapter import code_cell, replay_cells
+from labmagic.errors import LabError
 from labmagic.profile import child_record
 
 
@@ -47,6 +48,14 @@ def test_replay_stops_at_bench_skips_no_replay_and_injects_parameters(tmp_path):
     assert len(cells) == 4 and not any("must not run" in c or "recurse" in c for c in cells)
     cells, _ = replay_cells(nb, {"size": "quick"})
     assert cells[0] == 'size = "full"' and cells[1] == "size = 'quick'"
+
+
+def test_code_cell_finds_the_first_code_cell_with_a_text(tmp_path):
+    path = _notebook(tmp_path)
+    assert code_cell(path, "def doubled").startswith("def doubled(x):")
+    assert code_cell(path, "labmagic.benchmark.Race").startswith("shapes = ")  # not the markdown, not %bench
+    with pytest.raises(LabError, match="99_tiny.ipynb has no code cell containing 'A tiny chapter'"):
+        code_cell(path, "A tiny chapter")  # markdown only
 
 
 def _child(*args, cwd=None):
