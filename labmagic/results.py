@@ -84,10 +84,3 @@ def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) 
         writer.writerows(kept + new)
         atomic_write(path, text.getvalue())
     return path
-
-
-def read_dataframe(path: Path):
-    """The CSV as a pandas DataFrame (numbers parsed), for the book's generated tables."""
-    import pandas as pd
-
-    return pd.read_csv(path)

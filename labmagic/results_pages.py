@@ -6,9 +6,9 @@ published tables are always the data in ``results/``, never typed by hand.
 
 A row is *stale* when the source it measured is no longer the current source:
 
-* variant level: the row's ``source_hash`` (see :func:`labmagic.provenance.source_hash`) differs from the current
-  one: ``labmagic.results.current_source_hashes(chapter)`` when that module provides it, else the hash of the most
-  recent measurement of the same variant on any GPU (a kernel edited and re-run on one GPU makes the others stale);
+* variant level: the row's ``source_hash`` (see :func:`labmagic.provenance.source_hash`) differs from the hash of
+  the most recent measurement of the same variant on any GPU (a kernel edited and re-run on one GPU makes the
+  others stale);
 * chapter level: the chapter's notebook or kernel files changed since the sweep that produced the results
   (the hash that ``labmagic sweep`` stored in ``results/<gpu>/notebooks/<chapter>.json``), or the chapter is gone.
 """
@@ -78,20 +78,6 @@ def load(root: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _current_variant_hashes(chapter: str) -> dict | None:
-    try:
-        from . import results as bench_results
-    except ImportError:
-        return None
-    current = getattr(bench_results, "current_source_hashes", None)
-    if current is None:
-        return None
-    try:
-        return dict(current(chapter))
-    except Exception:  # noqa: BLE001 - a missing or broken chapter means "unknown", not a failed build
-        return None
-
-
 def _newest_hashes(df: pd.DataFrame, hash_col: str) -> dict[str, dict[str, str]]:
     """chapter -> variant -> the source hash of its most recent measurement on any GPU."""
     stamp = _column(df, TIMESTAMP)
@@ -111,6 +97,7 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
         return reasons
     hash_col = _column(df, SOURCE_HASH)
     newest = _newest_hashes(df, hash_col) if hash_col else {}
+    hashes: dict[str, str] = {}  # chapter -> its notebook's hash, read once for all GPUs
     for (slug, chapter), rows in df.groupby(["gpu_slug", "chapter"]):
         notebook = Path(root) / "book" / f"{chapter}.ipynb"
         if not notebook.exists():
@@ -123,12 +110,12 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
             ran = None
         if ran and ran.get("status") != "passed":
             ran = ran.get("last_passed")  # a failed re-run leaves the previous results in place
-        if ran and ran.get("input_hash") != chapter_hash(notebook):
+        if chapter not in hashes:
+            hashes[chapter] = chapter_hash(notebook)
+        if ran and ran.get("input_hash") != hashes[chapter]:
             reasons[rows.index] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
             continue
-        current = _current_variant_hashes(chapter) if hash_col else None
-        if current is None and hash_col:
-            current = newest.get(chapter, {})
+        current = newest.get(chapter, {})
         if current:
             for idx, row in rows.iterrows():
                 now = current.get(row.get("variant"))
