@@ -146,20 +146,20 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
     from .paths import repo_root
 
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
-                          env=_child_env())
+                          env=child_env())
     log = proc.stdout + proc.stderr
     record = child_record(proc.stdout)
     reason = diagnose(log)
     if reason and "ERR_NVGPUCTRPERM" in reason:
         raise ProfilerError(reason)
     if record and not record.get("ok", False):
-        raise ProfilerError(f"the child could not run {variant!r}: {record.get('error')}", detail=_tail(log))
+        raise ProfilerError(f"the child could not run {variant!r}: {record.get('error')}", detail=log_tail(log))
     report = out.with_suffix(".ncu-rep")
     if not report.exists():
-        raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=_tail(log))
+        raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=log_tail(log))
     kernels = read_report(report, ncu)
     if not kernels:
-        raise ProfilerError(reason or "the report holds no kernels", detail=_tail(log))
+        raise ProfilerError(reason or "the report holds no kernels", detail=log_tail(log))
     _save_csv(out.with_suffix(".csv"), kernels)
     return ProfileResult(chapter=record.get("chapter", str(chapter)), variant=variant,
                          shape=record.get("shape", shape or ""), report=report, kernels=kernels, iters=iters,
@@ -172,7 +172,7 @@ def read_report(report: Path, ncu: str | None = None) -> list[KernelProfile]:
     proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ProfilerError(f"ncu --import {report.name} failed", detail=_tail(proc.stdout + proc.stderr))
+        raise ProfilerError(f"ncu --import {report.name} failed", detail=log_tail(proc.stdout + proc.stderr))
     return parse_raw_csv(proc.stdout)
 
 
@@ -197,7 +197,7 @@ def _chapter_stem(chapter: str) -> str:
         return Path(str(chapter)).stem
 
 
-def _child_env(**extra: str) -> dict:
+def child_env(**extra: str) -> dict:
     """The child's environment: this labmagic importable whatever the working directory."""
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -207,7 +207,8 @@ def _child_env(**extra: str) -> dict:
     return env
 
 
-def _tail(log: str, lines: int = 30) -> str:
+def log_tail(log: str, lines: int = 30) -> str:
+    """The last lines of a tool's output, for an error's detail."""
     return "\n".join(log.strip().splitlines()[-lines:])
 
 
@@ -218,11 +219,11 @@ def list_variants(chapter: str, params: dict | None = None) -> dict:
     cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", "list"]
     for name, value in (params or {}).items():
         cmd += ["-p", f"{name}={value}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
     record = child_record(proc.stdout)
     if not record or record.get("ok") is False:
         raise LabError(f"could not load chapter {chapter!r}: {record.get('error', 'no answer from the child')}",
-                       detail=_tail(proc.stderr))
+                       detail=log_tail(proc.stderr))
     return record
 
 

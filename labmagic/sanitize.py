@@ -20,7 +20,7 @@ import re
 import subprocess
 
 from .errors import LabError
-from .profile import _child_env, _tail, child_command, child_record, require_gpu
+from .profile import child_command, child_env, child_record, log_tail, require_gpu
 from .tools import find_nsight_tool
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -253,11 +253,11 @@ def sanitize_variant(chapter: str, variant: str, shape: str | None = None, *, to
 
     cmd = sanitizer_command(sanitizer, tool, child, extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
-                          env=_child_env(**UNPOOLED))
+                          env=child_env(**UNPOOLED))
     log = proc.stdout + "\n" + proc.stderr
     record = child_record(proc.stdout)
     if not record and "LABMAGIC" not in log and proc.returncode != 0 and "=========" not in log:
-        raise SanitizerError(f"compute-sanitizer failed (exit code {proc.returncode})", detail=_tail(log))
+        raise SanitizerError(f"compute-sanitizer failed (exit code {proc.returncode})", detail=log_tail(log))
     findings, errors = parse_output(log, tool)
     attach_sources(findings, {k: tuple(v) for k, v in (record.get("sources") or {}).items()})
     return SanitizeResult(chapter=record.get("chapter", str(chapter)), variant=variant,
