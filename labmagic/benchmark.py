@@ -53,7 +53,22 @@ def _shape(value) -> tuple[int, ...]:
 
 def shape_str(shape: Sequence[int]) -> str:
     """``(4096, 4096)`` -> ``"4096x4096"`` (the CSV's shape key)."""
-    return "x".join(str(s) for s in shape)
+    return "x".join(str(int(s)) for s in shape)
+
+
+def shape_dims(shape) -> list[int]:
+    """The CSV's shape key back: ``"32768x8192"`` -> ``[32768, 8192]``; ``[]`` for one that is not a product of
+    integers."""
+    try:
+        return [int(part) for part in str(shape).split("x")]
+    except ValueError:
+        return []
+
+
+def shape_size(shape) -> int:
+    """Elements of a CSV shape key (``"32768x8192"`` -> 268435456); 0 when it is not one."""
+    dims = shape_dims(shape)
+    return math.prod(dims) if dims else 0
 
 
 @dataclass

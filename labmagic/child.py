@@ -27,6 +27,8 @@ import re
 import sys
 import traceback
 
+from .benchmark import shape_str
+
 MARKER = "LABMAGIC-CHILD "
 
 
@@ -47,10 +49,6 @@ def parse_shape(tokens: list[str]) -> tuple[int, ...]:
             else:
                 raise SystemExit(f"--shape: {token!r} is not a size (4096, 4096x4096, 2**20)")
     return tuple(dims)
-
-
-def shape_text(shape) -> str:
-    return "x".join(str(int(s)) for s in shape)
 
 
 def synchronize(out) -> None:
@@ -98,7 +96,7 @@ def call_variant(race, variant: str, shape: tuple[int, ...], mode: str, iters: i
     inputs = race.make_inputs(*shape)
     if not isinstance(inputs, tuple):
         inputs = (inputs,)
-    record = {"chapter": race.chapter, "variant": variant, "shape": shape_text(shape), "mode": mode}
+    record = {"chapter": race.chapter, "variant": variant, "shape": shape_str(shape), "mode": mode}
     flops = getattr(race, "flops", None)
     nbytes = getattr(race, "nbytes", None)
     record["flops"] = float(flops(*shape)) if flops else None
@@ -167,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         race = find_race(namespace, args.race)
         if args.mode == "list":
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,
-                     "shapes": [shape_text(s) for s in race.shapes],
-                     "check_shapes": [shape_text(s) for s in race.check_shapes]})
+                     "shapes": [shape_str(s) for s in race.shapes],
+                     "check_shapes": [shape_str(s) for s in race.check_shapes]})
             return 0
         if not args.variant:
             raise SystemExit("--variant is required")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import math
 from pathlib import Path
+
+from .benchmark import shape_size
 
 
 def _series(result):
@@ -17,7 +18,7 @@ def _series(result):
     out: dict[str, list] = {}
     for row in result.rows:
         if row.ms_median:
-            size = math.prod(int(s) for s in row.shape.split("x"))
+            size = shape_size(row.shape)
             out.setdefault(row.variant, []).append((size, row))
     return out
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .benchmark import shape_dims, shape_size
 from .fingerprint import chapter_hash
 
 RESULTS_DOC = "book/results"
@@ -123,19 +124,6 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
                 if now is not None and isinstance(then, str) and then and then != now:
                     reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
     return reasons
-
-
-def shape_dims(shape) -> list[int]:
-    """``"32768x8192"`` -> ``[32768, 8192]``; ``[]`` for a shape that is not a product of integers."""
-    try:
-        return [int(part) for part in str(shape).split("x")]
-    except ValueError:
-        return []
-
-
-def shape_size(shape) -> int:
-    dims = shape_dims(shape)
-    return math.prod(dims) if dims else 0
 
 
 def _ok(df: pd.DataFrame) -> pd.Series:
