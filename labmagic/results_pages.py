@@ -23,6 +23,7 @@ import pandas as pd
 
 from .benchmark import shape_dims, shape_size
 from .fingerprint import chapter_hash
+from .sweep import passed_run
 
 RESULTS_DOC = "book/results"
 OK_STATUSES = {"ok", "pass", "passed", "measured"}
@@ -106,11 +107,9 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
             continue
         manifest = Path(root) / "results" / slug / "notebooks" / f"{chapter}.json"
         try:
-            ran = json.loads(manifest.read_text(encoding="utf-8"))
+            ran = passed_run(json.loads(manifest.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             ran = None
-        if ran and ran.get("status") != "passed":
-            ran = ran.get("last_passed")  # a failed re-run leaves the previous results in place
         if chapter not in hashes:
             hashes[chapter] = chapter_hash(notebook)
         if ran and ran.get("input_hash") != hashes[chapter]:

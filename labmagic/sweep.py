@@ -88,6 +88,14 @@ def read_manifest(slug: str, chapter: str) -> dict | None:
         return None
 
 
+def passed_run(manifest: dict | None) -> dict | None:
+    """The run that the results on disk come from: the manifest's own when it passed, else the last one that
+    did (a failed re-run keeps the previous results in place and records their run as ``last_passed``)."""
+    if not manifest:
+        return None
+    return manifest if manifest.get("status") == "passed" else manifest.get("last_passed")
+
+
 def up_to_date(notebook: Path, slug: str, size: str) -> bool:
     """The chapter's last run on this GPU passed, with these sources and this size preset."""
     last = read_manifest(slug, notebook.stem)
@@ -106,8 +114,7 @@ def stale_chapters(slug: str, skip: set[str] = frozenset()) -> list[str]:
     for notebook in all_chapters():
         if notebook.stem in skip:
             continue
-        last = read_manifest(slug, notebook.stem) or {}
-        passed = last if last.get("status") == "passed" else last.get("last_passed")
+        passed = passed_run(read_manifest(slug, notebook.stem))
         if passed and passed.get("input_hash") != chapter_hash(notebook):
             stale.append(notebook.stem)
     return stale
@@ -167,9 +174,8 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
         "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
         "python": sys.version.split()[0],
     }
-    previous = read_manifest(slug, notebook.stem)
-    if status == "failed" and previous:  # keep what the results on disk were made from
-        last_passed = previous if previous.get("status") == "passed" else previous.get("last_passed")
+    if status == "failed":  # keep what the results on disk were made from
+        last_passed = passed_run(read_manifest(slug, notebook.stem))
         if last_passed:
             record["last_passed"] = {k: last_passed.get(k) for k in ("input_hash", "size", "started")}
     manifest_path(slug, notebook.stem).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

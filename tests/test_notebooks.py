@@ -132,6 +132,19 @@ def test_sweep_resumes_and_force_reruns(tiny_repo, capsys):
     assert _manifest(tiny_repo, "01_alpha")["started"] >= first[0]
 
 
+def test_a_failed_rerun_remembers_the_run_the_results_came_from(tiny_repo, capsys):
+    assert run_command(sweep_cmd, ["--quick", "03"]) == 0
+    passed = _manifest(tiny_repo, "03_gamma")
+    write_chapter(tiny_repo / "book" / "03_gamma.ipynb", 'raise ValueError("gamma broke")', title="Gamma")
+    assert run_command(sweep_cmd, ["--quick", "03"]) == 1
+    failed = _manifest(tiny_repo, "03_gamma")
+    assert failed["status"] == "failed"
+    assert failed["last_passed"] == {k: passed[k] for k in ("input_hash", "size", "started")}
+    assert sweep_cmd.passed_run(failed) == failed["last_passed"] and sweep_cmd.passed_run(passed) == passed
+    assert sweep_cmd.stale_chapters("cpu") == ["03_gamma"]  # the stored results predate the edit
+    assert sweep_cmd.passed_run(None) is None
+
+
 def test_parallel_workers_give_the_same_notebooks_as_a_serial_run(tiny_repo, tmp_path, capsys):
     assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
     notebooks = tiny_repo / "results" / "cpu" / "notebooks"
