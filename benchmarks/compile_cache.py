@@ -35,14 +35,16 @@ def main(argv=None) -> int:
 
     from IPython.testing.globalipapp import start_ipython
 
-    from labmagic import nvrtc, runtime
+    from labmagic import runtime
+    from labmagic.compiler import nvrtc
     from labmagic.paths import results_dir
 
     ip = start_ipython()
     ip.run_line_magic("load_ext", "labmagic")
     rows = []
     for source in cuda_cells(Path(args.notebook)):
-        name = next(line.split("void", 1)[1].split("(")[0].strip() for line in source.splitlines() if "__global__" in line)
+        name = next(line.split("void", 1)[1].split("(")[0].strip()
+                    for line in source.splitlines() if "__global__" in line)
         start = time.perf_counter()
         ip.run_cell(source, store_history=False)
         cold_ms = (time.perf_counter() - start) * 1e3

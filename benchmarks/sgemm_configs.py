@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 def template_source() -> str:
     """The rung-8 cell of chapter 02, without its magic line: the search times the chapter's own code."""
-    from labmagic.chapter import code_cell
+    from labmagic.child.replay import code_cell
 
     return code_cell("02_sgemm", "%%cuda_kernel --as async_module").split("\n", 1)[1]
 
@@ -78,7 +78,7 @@ def expr(cfg) -> str:
 
 def _compile(args):
     source, cfg = args
-    from labmagic import nvrtc
+    from labmagic.compiler import nvrtc
 
     result = nvrtc.compile(source, arch="sm_90", name_expressions=(expr(cfg),))
     res = next(iter(result.resources.values()), None)
@@ -102,7 +102,7 @@ def main() -> None:
 
     import torch
 
-    from labmagic import kernel
+    from labmagic.compiler import kernel
     from labmagic.paths import results_dir
 
     torch.backends.cuda.matmul.allow_tf32 = False

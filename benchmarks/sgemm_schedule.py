@@ -10,7 +10,7 @@ Two questions, one run:
   as ``chapter``.
 
 It runs the chapter's own code: it replays ``book/02_sgemm.ipynb`` up to its ``%bench`` cell
-(``labmagic.chapter.load_chapter``) and uses its ``async_launcher``, ``streamk_launcher``, ``check`` and
+(``labmagic.child.replay.load_chapter``) and uses its ``async_launcher``, ``streamk_launcher``, ``check`` and
 ``make_inputs``. Every launcher is checked on the chapter's odd shapes and on a shape whose tile count
 leaves a partial wave, then timed with ``%bench``'s timer (``labmagic.timing.CudaTimer``), with cuBLAS
 timed right before each row. ``--tune-cell`` also runs the chapter's autotune cell (a GPU smoke test of
@@ -68,11 +68,11 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
 
-    from labmagic import kernel as lab_kernel
-    from labmagic import nvrtc
-    from labmagic.chapter import code_cell, load_chapter
+    from labmagic.benchmark.provenance import collect
+    from labmagic.child.replay import code_cell, load_chapter
+    from labmagic.compiler import kernel as lab_kernel
+    from labmagic.compiler import nvrtc
     from labmagic.paths import results_dir
-    from labmagic.provenance import collect
     from labmagic.timing import CudaTimer
 
     ns = load_chapter("02_sgemm", parameters={"size": "quick"})

@@ -202,7 +202,7 @@ def main(argv=None) -> int:
         return 0
 
     import labmagic
-    from labmagic import provenance
+    from labmagic.benchmark import provenance
     from labmagic.paths import results_dir
 
     cases = plan([int(s) for s in args.sizes.split(",")])

@@ -25,15 +25,16 @@ __all__ = [
 
 
 def compile_cuda(source, **kwargs):
-    """Compile CUDA C++ with NVRTC and return a :class:`labmagic.kernel.CudaModule` (see ``nvrtc.compile``)."""
-    from .kernel import compile_module
+    """Compile CUDA C++ with NVRTC and return a :class:`labmagic.compiler.kernel.CudaModule` (see
+    :func:`labmagic.compiler.nvrtc.compile`)."""
+    from .compiler.kernel import compile_module
 
     return compile_module(source, **kwargs)
 
 
 def bench(*args, **kwargs):
-    """Run a race (see :func:`labmagic.benchmark.bench`)."""
-    from .benchmark import bench as _bench
+    """Run a race (see :func:`labmagic.benchmark.runner.bench`)."""
+    from .benchmark.runner import bench as _bench
 
     return _bench(*args, **kwargs)
 

@@ -1,4 +1,4 @@
-"""Where things live: the repository root, the book, results per device, the compile cache."""
+"""Where things live: the repository root, the book and its chapters, results per device, the compile cache."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import LabError
 from .runtime import device_slug
+
+#: A chapter notebook in ``book/``: two digits, an underscore, a name.
+CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 
 
 def repo_root() -> Path:
@@ -24,6 +28,37 @@ def repo_root() -> Path:
 
 def book_dir() -> Path:
     return repo_root() / "book"
+
+
+def all_chapters() -> list[Path]:
+    return sorted(book_dir().glob(CHAPTER_GLOB))
+
+
+def select_chapters(names: list[str]) -> list[Path]:
+    """Chapters by number (``01``), stem (``01_vector_add``), name (``vector_add``) or path; all when none given."""
+    chapters = all_chapters()
+    if not names:
+        return chapters
+    chosen: list[Path] = []
+    for name in names:
+        stem = Path(name).stem
+        matches = [c for c in chapters if stem in (c.stem, c.stem[:2], c.stem[3:])]
+        if not matches:
+            known = ", ".join(c.stem for c in chapters) or "none"
+            raise LabError(f"no chapter {name!r} in {book_dir()} (chapters: {known})")
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
+
+
+def chapter_path(name_or_path: str | os.PathLike) -> Path:
+    """A chapter notebook by path, or by number (``01``), stem (``01_vector_add``) or name (``vector_add``)."""
+    path = Path(name_or_path)
+    if path.suffix == ".ipynb" and path.exists():
+        return path.resolve()
+    matches = select_chapters([str(name_or_path)])
+    if len(matches) != 1:
+        raise LabError(f"chapter {name_or_path!r} is ambiguous: {', '.join(m.stem for m in matches)}")
+    return matches[0].resolve()
 
 
 def results_dir(slug: str | None = None) -> Path:

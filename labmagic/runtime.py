@@ -14,12 +14,14 @@ import os
 import re
 import sys
 
+from .errors import NoGPUError
+
 #: The architecture we compile for when no GPU is present (the book's reference GPU is an H200).
 DEFAULT_ARCH = "sm_90"
 
 
-@functools.lru_cache(maxsize=None)
-def _driver_devices() -> tuple[tuple[str, int, int, int], ...]:
+@functools.cache
+def driver_devices() -> tuple[tuple[str, int, int, int], ...]:
     """(name, major, minor, multiprocessors) of each CUDA device the driver sees; empty without a driver or GPU."""
     if os.environ.get("LABMAGIC_FORCE_CPU") == "1":
         return ()
@@ -49,17 +51,24 @@ def _driver_devices() -> tuple[tuple[str, int, int, int], ...]:
 
 def has_gpu() -> bool:
     """True when the CUDA driver reports at least one device (``LABMAGIC_FORCE_CPU=1`` says no)."""
-    return bool(_driver_devices())
+    return bool(driver_devices())
+
+
+def require_gpu(what: str) -> None:
+    """Raise :class:`~labmagic.errors.NoGPUError` naming ``what`` when this machine has no GPU."""
+    if not has_gpu():
+        raise NoGPUError(f"{what} needs a CUDA GPU; this machine has none (the compile panel works without one: "
+                         f"%%cuda_kernel --panel)")
 
 
 def gpu_name(index: int = 0) -> str | None:
-    devices = _driver_devices()
+    devices = driver_devices()
     return devices[index][0] if len(devices) > index else None
 
 
 def gpu_arch(index: int = 0) -> str | None:
     """``sm_XY`` of the GPU, or None without one."""
-    devices = _driver_devices()
+    devices = driver_devices()
     if len(devices) <= index:
         return None
     _, major, minor, _ = devices[index]
@@ -72,7 +81,7 @@ REFERENCE_SM_COUNT = 132
 
 def sm_count(index: int = 0) -> int:
     """Streaming multiprocessors of the GPU (the H200's 132 without one), for sizing persistent grids."""
-    devices = _driver_devices()
+    devices = driver_devices()
     return devices[index][3] if len(devices) > index else REFERENCE_SM_COUNT
 
 
@@ -124,7 +133,7 @@ def configure_jax() -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if not has_gpu():
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    elif len(_driver_devices()) > 1:
+    elif len(driver_devices()) > 1:
         _restrict_jax_to_device(0)
 
 

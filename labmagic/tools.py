@@ -37,7 +37,7 @@ def locate(name: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_tool(name: str) -> str:
     """A CUDA binary utility (``nvdisasm``, ``cuobjdump``): the pip wheel first, then :func:`locate`."""
     try:

@@ -154,7 +154,7 @@ class Chromium:
         except Exception:  # noqa: BLE001
             return "(no stderr)"
 
-    def page(self, url: str) -> "Page":
+    def page(self, url: str) -> Page:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from labmagic import site
+from labmagic.cli import book as site
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

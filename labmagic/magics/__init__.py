@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .. import faults
+from ..compiler import faults
 from ..errors import LabError
 
 #: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize.
-MAGIC_MODULES = ("labmagic.magics.cuda", "labmagic.magics.bench", "labmagic.magics.explain")
+MAGIC_MODULES = ("labmagic.magics.cuda_kernel", "labmagic.magics.bench_magic", "labmagic.magics.tool_magics")
 
 
 def _show_lab_error(shell, etype, value, tb, tb_offset=None):
@@ -27,7 +27,7 @@ def _show_lab_error(shell, etype, value, tb, tb_offset=None):
             stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
             shell._showtraceback(etype, value, stb)
             return stb
-        value = faults.explain(value)
+        value = faults.fault_error(value)
         etype = type(value)
     stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
     detail = getattr(value, "detail", "")

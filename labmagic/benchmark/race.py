@@ -1,0 +1,148 @@
+"""A race, as data: variants of one computation, the reference they are checked against, the shapes they are
+timed on (:class:`Race`); and what a run of it gave (:class:`BenchResult`), which renders itself
+(:mod:`labmagic.display.race_table`), converts to a DataFrame, and saves its rows (:mod:`labmagic.store.bench_csv`).
+
+:func:`labmagic.benchmark.runner.bench` runs a race; see there for the order of work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LabError
+from ..store import bench_csv
+from ..store.schema import Row, row_from_cells, shape_str, shape_tuple
+from . import roofline
+
+#: Variant-name prefixes and the backend they imply (``cuda_float4`` -> ``cuda``).
+BACKEND_PREFIXES = ("torch", "cuda", "cupy", "triton", "pallas", "jax", "cublas", "cudnn", "sdpa")
+
+#: Backends whose work runs on JAX's streams (timed with ``cuda_event_blocking``).
+JAX_BACKENDS = ("jax", "pallas")
+
+
+@dataclass
+class Race:
+    """What a chapter races. See the module docstring and the chapter template for each field's use."""
+
+    chapter: str
+    variants: Mapping[str, Callable]
+    ref: str
+    make_inputs: Callable[..., tuple]
+    shapes: Sequence = ()
+    check_shapes: Sequence = ()
+    flops: Callable[..., float] | None = None
+    nbytes: Callable[..., float] | None = None
+    dtype: str = "float32"
+    limits: Mapping[str, int] = field(default_factory=dict)
+    sol: float | Mapping[str, float] | None = None
+    num_input_sets: int | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    backends: Mapping[str, str] | None = None
+
+    def __post_init__(self):
+        self.variants = dict(self.variants)
+        if self.ref not in self.variants:
+            raise LabError(f"race {self.chapter!r}: ref {self.ref!r} is not one of the variants "
+                           f"({', '.join(self.variants)})")
+        self.shapes = [shape_tuple(s) for s in self.shapes]
+        self.check_shapes = [shape_tuple(s) for s in self.check_shapes]
+        unknown = set(self.limits) - set(self.variants)
+        if unknown:
+            raise LabError(f"race {self.chapter!r}: limits name unknown variants: {', '.join(sorted(unknown))}")
+
+    def backend(self, name: str) -> str:
+        """The variant's backend: declared in ``backends``, else its name's prefix (``triton_v2`` -> triton)."""
+        if self.backends and name in self.backends:
+            return self.backends[name]
+        for prefix in BACKEND_PREFIXES:
+            if name.startswith(prefix):
+                return prefix
+        return "other"
+
+    def over_limit(self, name: str, shape: tuple[int, ...]) -> bool:
+        limit = self.limits.get(name)
+        return limit is not None and math.prod(shape) > limit
+
+    def work(self, shape: tuple[int, ...]) -> tuple[float | None, float | None]:
+        """(flops, bytes) of one call at ``shape``."""
+        flops = float(self.flops(*shape)) if self.flops else None
+        nbytes = float(self.nbytes(*shape)) if self.nbytes else None
+        return flops, nbytes
+
+
+@dataclass
+class BenchResult:
+    """The outcome of :func:`bench`: rows, and what they were measured on (or predicted for)."""
+
+    chapter: str
+    rows: list[Row]
+    measured: bool
+    device: str
+    spec: roofline.GpuSpec | None
+    ceilings: roofline.Ceilings | None
+    timer: str = "-"
+    notes: list[str] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)
+    csv_path: Any = None
+    png_path: Any = None
+    png: bytes | None = None
+
+    @property
+    def shapes(self) -> list[str]:
+        return list(dict.fromkeys(r.shape for r in self.rows))
+
+    def row(self, variant: str, shape) -> Row:
+        key = shape if isinstance(shape, str) else shape_str(shape_tuple(shape))
+        for r in self.rows:
+            if r.variant == variant and r.shape == key:
+                return r
+        raise KeyError((variant, key))
+
+    def to_dataframe(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.as_dict() for r in self.rows])
+
+    def csv_rows(self) -> list[dict[str, Any]]:
+        """Rows as written to disk: the table's columns plus this run's provenance."""
+        return [{**r.as_dict(), **self.provenance} for r in self.rows]
+
+    def save(self, csv_path=None, png_path=None) -> None:
+        """Write (replace) this result's rows in the chapter's CSV, and its plot, for this GPU."""
+        from ..display import plots
+
+        if not self.measured:
+            raise LabError("nothing was measured (no GPU): predictions are not written to results/")
+        self.csv_path = bench_csv.write_rows(csv_path or bench_csv.bench_csv_path(self.chapter), self.csv_rows())
+        if png_path is not False:
+            # The saved plots show every row of the CSV, not only the ones this run re-measured.
+            whole = load_result(self.csv_path, self.spec, self.ceilings)
+            if png_path:
+                self.png_path = plots.save_png(whole, png_path)
+            else:
+                self.png_path = plots.save_chapter_pngs(whole)[self.rows[0].dtype]
+
+    def _repr_html_(self) -> str:
+        from ..display.race_table import render_html
+
+        return render_html(self)
+
+    def __repr__(self) -> str:
+        from ..display.race_table import render_text
+
+        return render_text(self)
+
+
+def load_result(csv_path, spec=None, ceilings=None) -> BenchResult:
+    """A chapter's CSV as a :class:`BenchResult` (for plots and tables drawn from ``results/``)."""
+    raw = bench_csv.read_rows(csv_path)
+    rows = [row_from_cells(r) for r in raw]
+    device = raw[0].get("gpu", "?") if raw else "?"
+    timers = ", ".join(sorted({r.timer for r in rows if r.timer and r.timer != "-"})) or "-"
+    return BenchResult(rows[0].chapter if rows else "", rows, True, device,
+                       spec or roofline.find_spec(device), ceilings, timer=timers, csv_path=csv_path)

@@ -1,0 +1,373 @@
+"""Running a race: every variant checked against the reference, then timed, then judged, on every shape.
+
+A chapter declares its race once, as data (:class:`~labmagic.benchmark.race.Race`), and :func:`bench` runs it and
+returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is the argument of the book:
+
+1. **Correctness first**, on the awkward ``check_shapes`` with fresh random inputs, against ``ref``
+   (:mod:`labmagic.benchmark.checks`). A variant that fails is ``mismatch`` and is never timed; one that raises is
+   ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``. The sweep goes on.
+2. **Timing** (:mod:`labmagic.benchmark.timing`), shape by shape from small to large, over rotated input sets. The
+   output of the timed calls is checked again afterwards, so a variant cannot be right once and fast
+   (and wrong) afterwards. Running out of memory is ``oom`` and skips the variant at larger shapes;
+   allocator retries (a cudaMalloc that failed, emptied the cache, and succeeded) are counted.
+3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
+   measured ceilings (``ceiling_pct``); a time below the physical floor is flagged, not celebrated.
+
+With no GPU nothing is timed: the correctness pass runs for what can run on CPU (torch, the Triton
+interpreter, Pallas interpret mode) and the result is a prediction for a target GPU (the H200 unless
+told otherwise), labelled as such. Prediction rows are not measurements, so nothing is written to
+``results/`` on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..errors import LabError, NoGPUError
+from ..runtime import device_slug, gpu_name, has_gpu
+from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
+from . import checks, roofline
+from .race import JAX_BACKENDS, BenchResult, Race
+from .sdpa import mentions_sdpa, sdpa_backend
+
+#: A time this far below the floor is flagged. The measured floor is itself a median of a real kernel,
+#: so a variant that ties the best measured pattern within noise is not suspicious; 2% below it is.
+FLOOR_SLACK = 0.02
+
+
+# -- correctness -------------------------------------------------------------------------------------
+
+class _Failed(Exception):
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _is_oom(exc: BaseException) -> bool:
+    try:
+        import torch
+
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return True
+    except ImportError:
+        pass
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return "outofmemory" in text or "out of memory" in text or "resource_exhausted" in text
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _out_nbytes(out) -> int:
+    try:
+        t = checks.to_torch(out)
+        return t.numel() * t.element_size()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float:
+    """Check one variant on the race's check shapes; return its worst relative error.
+
+    Raises :class:`_Failed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
+    The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
+    an output buffer the variant forgets to write can neither reuse the reference's correct result nor
+    read as zeros that happen to be right.
+    """
+    rtol, atol = checks.tolerances(race.dtype, race.rtol, race.atol)
+    fn, ref = race.variants[name], race.variants[race.ref]
+    worst = 0.0
+    for shape in race.check_shapes if shapes is None else shapes:
+        inputs = race.make_inputs(*shape)
+        try:
+            expected = ref(*inputs)
+        except Exception as exc:  # noqa: BLE001
+            raise _Failed(ERROR, f"reference {race.ref!r} failed at {shape_str(shape)}: {_describe(exc)}") from exc
+        checks.poison_allocator(_out_nbytes(expected), checks.to_torch(inputs[0]).device
+                                if inputs and hasattr(inputs[0], "device") else "cpu")
+        try:
+            out = fn(*inputs)
+        except NoGPUError as exc:
+            raise _Failed(NEEDS_GPU, str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - a raising variant is a row, not a crash
+            raise _Failed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}") from exc
+        result = checks.compare(out, expected, rtol, atol)
+        if not result:
+            raise _Failed(MISMATCH, f"at {shape_str(shape)}: {result.reason}")
+        worst = max(worst, result.max_rel_err)
+    return worst
+
+
+def recheck(race: Race, output, inputs: tuple) -> checks.CheckResult:
+    """Compare the output of a *timed* call with the reference on the same inputs."""
+    rtol, atol = checks.tolerances(race.dtype, race.rtol, race.atol)
+    return checks.compare(output, race.variants[race.ref](*inputs), rtol, atol)
+
+
+# -- measurement -------------------------------------------------------------------------------------
+
+
+# -- measurement -------------------------------------------------------------------------------------
+
+def _tensor_bytes(inputs) -> int:
+    total = 0
+    for x in inputs:
+        if hasattr(x, "element_size") and hasattr(x, "numel"):
+            total += x.numel() * x.element_size()
+        elif hasattr(x, "nbytes"):
+            total += int(x.nbytes)
+    return total
+
+
+def auto_input_sets(set_bytes: int, l2_bytes: int, budget_bytes: int) -> int:
+    """Enough distinct input sets that one pass over them is 3x the L2 (so nothing stays resident),
+    within a memory budget and at most 256 (tiny problems live in L2 anyway; the timer says so)."""
+    if set_bytes <= 0:
+        return 1
+    want = math.ceil(3 * l2_bytes / set_bytes)
+    return int(max(1, min(want, 256, budget_bytes // set_bytes)))
+
+
+def _device_of(inputs) -> str:
+    for x in inputs:
+        dev = getattr(x, "device", None)
+        if dev is not None and hasattr(dev, "type"):
+            return dev.type
+    return "cpu"
+
+
+def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: int, row: Row) -> None:
+    """Time one variant at one shape into ``row`` (status stays ``ok`` unless the re-check fails)."""
+    fn = race.variants[name]
+    on_gpu = _device_of(input_sets[0]) == "cuda"
+    if on_gpu:
+        import torch
+
+        torch.cuda.synchronize()
+        retries0 = torch.cuda.memory_stats().get("num_alloc_retries", 0)
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        out = fn(*input_sets[0])
+        from ..timing import block_until_ready
+
+        block_until_ready(out)
+        torch.cuda.synchronize()
+        # torch's allocator sees torch (and torch-allocated CuPy/Triton outputs), not JAX's own pool.
+        if row.backend not in JAX_BACKENDS:
+            row.peak_mem_bytes = int(torch.cuda.max_memory_allocated() - base)
+        del out
+    timing = timer.time(fn, input_sets, blocking=row.backend in JAX_BACKENDS, set_bytes=set_bytes)
+    result = recheck(race, timing.output, input_sets[timing.output_set])
+    if on_gpu:
+        row.alloc_retries = int(torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0)
+        if mentions_sdpa(fn):
+            row.sdpa_backend = sdpa_backend(fn, input_sets[0])
+    row.timer = timing.method
+    if timing.notes:
+        row.error = "; ".join(timing.notes)
+    if not result:
+        row.status, row.error = MISMATCH, f"re-check after timing: {result.reason}"
+        return
+    row.max_rel_err = max(row.max_rel_err or 0.0, result.max_rel_err)
+    row.ms_median, row.ms_min, row.ms_max = timing.median_ms, timing.min_ms, timing.max_ms
+
+
+def judge(row: Row, flops, nbytes, spec_roof, meas_roof) -> None:
+    """Fill the derived columns: throughput, % of each roof, the floor and whether we beat it."""
+    floor_roof = meas_roof or spec_roof
+    row.predicted_ms = floor_roof.floor_ms(flops, nbytes) if floor_roof else None
+    ms = row.ms_median
+    if ms is None or ms <= 0:
+        return
+    row.tflops = flops / (ms * 1e-3) / 1e12 if flops else None
+    row.gbps = nbytes / (ms * 1e-3) / 1e9 if nbytes else None
+    row.sol_pct = spec_roof.pct(ms, flops, nbytes) if spec_roof else None
+    row.ceiling_pct = meas_roof.pct(ms, flops, nbytes) if meas_roof else None
+    row.below_floor = bool(row.predicted_ms and ms < (1 - FLOOR_SLACK) * row.predicted_ms)
+
+
+def _default_timer(rep_ms, warmup_ms):
+    from ..timing import CudaTimer
+
+    kwargs = {k: v for k, v in (("rep_ms", rep_ms), ("warmup_ms", warmup_ms)) if v is not None}
+    return CudaTimer(**kwargs)
+
+
+def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, check: bool = True,
+          save: bool | None = None, target: str | None = None, timer=None, plot: bool = True,
+          rep_ms: float | None = None, warmup_ms: float | None = None) -> BenchResult:
+    """Check, time and judge every variant of ``race``; see the module docstring.
+
+    ``shapes`` / ``variants`` narrow the race (the reference always runs: ``vs_ref`` needs it).
+    ``target`` names the GPU whose spec the table is judged (or, without a GPU, predicted) against.
+    ``timer`` replaces the CUDA-event timer (``labmagic.timing.WallTimer`` measures on CPU; its rows
+    are never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows.
+    """
+    shapes = _shapes_in_order(race, shapes)
+    names = _variants_to_run(race, variants)
+    gpu = has_gpu()
+    measured = timer is not None or gpu
+    if timer is None and gpu:
+        timer = _default_timer(rep_ms, warmup_ms)
+    spec, ceilings, notes = _roofs(target, gpu)
+    verdicts = _check_all(race, names, check)
+    rows: list[Row] = []
+    oom_at: dict[str, str] = {}
+    for shape in shapes:
+        rows.extend(_shape_rows(race, shape, names, verdicts, measured=measured, check=check, timer=timer,
+                                spec=spec, ceilings=ceilings, oom_at=oom_at, notes=notes))
+    result = BenchResult(race.chapter, rows, measured, gpu_name() or ("cpu" if measured else "no GPU"),
+                         spec, ceilings, notes=notes)
+    if measured:
+        _stamp(result, race, names, plot)
+    if save is None:
+        save = gpu and timer is not None and type(timer).__name__ == "CudaTimer"
+    if save:
+        if measured:
+            result.save()
+        else:
+            result.notes.append("nothing measured, nothing saved")
+    return result
+
+
+def _shapes_in_order(race: Race, shapes) -> list[tuple[int, ...]]:
+    """The shapes to time, smallest first (an out-of-memory at one size skips the larger ones)."""
+    return sorted((shape_tuple(s) for s in (race.shapes if shapes is None else shapes)), key=math.prod)
+
+
+def _variants_to_run(race: Race, variants: Sequence[str] | None) -> list[str]:
+    names = list(race.variants) if variants is None else list(dict.fromkeys([race.ref, *variants]))
+    unknown = [n for n in names if n not in race.variants]
+    if unknown:
+        raise LabError(f"unknown variants: {', '.join(unknown)} (race has {', '.join(race.variants)})")
+    return names
+
+
+def _roofs(target: str | None, gpu: bool) -> tuple[roofline.GpuSpec | None, roofline.Ceilings | None, list[str]]:
+    """The spec the rows are judged (or predicted) against, this GPU's measured ceilings, and notes about them."""
+    spec = roofline.find_spec(target) if target else roofline.find_spec(gpu_name() if gpu else None)
+    if target and spec is None:
+        raise LabError(f"unknown target GPU {target!r}; known: {', '.join(roofline.SPECS)}")
+    if spec is None and not gpu:
+        spec = roofline.SPECS[roofline.DEFAULT_TARGET]
+    ceilings = roofline.load_ceilings(device_slug()) if gpu else None
+    notes: list[str] = []
+    if gpu and ceilings is None:
+        notes.append(f"no measured ceilings for {device_slug()}: run `labmagic calibrate` (floors use the spec)")
+    return spec, ceilings, notes
+
+
+def _check_all(race: Race, names: list[str], check: bool) -> dict[str, tuple[str, str, float | None]]:
+    """1. Correctness, once per variant: name -> (status, error, worst relative error)."""
+    verdicts: dict[str, tuple[str, str, float | None]] = {}
+    for name in names:
+        if not check:
+            verdicts[name] = (OK, "", None)
+            continue
+        try:
+            verdicts[name] = (OK, "", check_variant(race, name))
+        except _Failed as failure:
+            verdicts[name] = (failure.status, str(failure), None)
+    return verdicts
+
+
+def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, spec, ceilings, oom_at,
+                notes) -> list[Row]:
+    """2. and 3. One shape: a row per variant, timed where it can be, then judged against both roofs."""
+    flops, nbytes = race.work(shape)
+    s_roof = roofline.spec_roof(spec, race.dtype, race.sol, flops=flops, nbytes=nbytes)
+    m_roof = roofline.measured_roof(ceilings, race.dtype)
+    shape_rows = {}
+    for name in names:
+        backend = race.backend(name)
+        status, error, rel = verdicts[name]
+        row = Row(race.chapter, name, backend, shape_str(shape), str(race.dtype), status,
+                  flops=flops, nbytes=nbytes, max_rel_err=rel, error=error)
+        if status == OK and race.over_limit(name, shape):
+            row.status, row.error = SKIPPED, f"above limit {race.limits[name]}"
+        elif status == OK and name in oom_at:
+            row.status, row.error = SKIPPED, f"ran out of memory at {oom_at[name]}"
+        elif status == OK and not measured:
+            row.status = NEEDS_GPU if backend == "cuda" and not check else PREDICTED
+        shape_rows[name] = row
+    if measured:
+        _run_shape(race, shape, names, shape_rows, timer, oom_at, notes)
+    ref_row = shape_rows[race.ref]
+    for row in shape_rows.values():
+        judge(row, flops, nbytes, s_roof, m_roof)
+        if row.ms_median and ref_row.ms_median:
+            row.vs_ref = ref_row.ms_median / row.ms_median
+    return list(shape_rows.values())
+
+
+def _stamp(result: BenchResult, race: Race, names: list[str], plot: bool) -> None:
+    """Provenance, each variant's source hash, the timers used, and the plot, on a measured result."""
+    from . import provenance
+
+    result.provenance = provenance.collect()
+    hashes = {name: provenance.source_hash(race.variants[name]) for name in names}
+    for row in result.rows:
+        row.source_hash = hashes[row.variant]
+    result.timer = ", ".join(sorted({r.timer for r in result.rows if r.timer != "-"})) or "-"
+    if plot and any(r.ms_median for r in result.rows):
+        from ..display import plots
+
+        result.png = plots.png_bytes(result)
+
+
+def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_at, notes) -> None:
+    """Make this shape's input sets and time every variant still in the race on them."""
+    todo = [n for n in names if shape_rows[n].status == OK]
+    if not todo:
+        return
+    try:
+        first = race.make_inputs(*shape)
+        set_bytes = _tensor_bytes(first)
+        k = race.num_input_sets
+        if k is None:
+            if _device_of(first) == "cuda":
+                import torch
+
+                free, _ = torch.cuda.mem_get_info()
+                k = auto_input_sets(set_bytes, timer.l2_bytes() if hasattr(timer, "l2_bytes") else 0, free // 4)
+            else:
+                k = 2
+        input_sets = [first] + [race.make_inputs(*shape) for _ in range(max(1, k) - 1)]
+    except Exception as exc:  # noqa: BLE001
+        status = OOM if _is_oom(exc) else ERROR
+        for n in todo:
+            shape_rows[n].status, shape_rows[n].error = status, f"making inputs: {_describe(exc)}"
+            if status == OOM:
+                oom_at[n] = shape_str(shape)
+        _release()
+        return
+    for name in todo:
+        row = shape_rows[name]
+        try:
+            _measure(race, name, input_sets, timer, set_bytes, row)
+        except NoGPUError as exc:
+            row.status, row.error = NEEDS_GPU, str(exc)
+        except Exception as exc:  # noqa: BLE001 - one variant's failure is a row, not the end of the sweep
+            if _is_oom(exc):
+                row.status, row.error = OOM, _describe(exc)
+                oom_at[name] = shape_str(shape)
+            else:
+                row.status, row.error = ERROR, _describe(exc)
+            _release()
+    del input_sets
+    _release()
+
+
+def _release() -> None:
+    """Give cached device memory back between shapes, so one variant's pool does not starve the next."""
+    import gc
+
+    gc.collect()
+    if has_gpu():
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()

@@ -1,0 +1,155 @@
+"""Nsight Compute for one variant of a chapter's race: run it, keep the report, summarise it.
+
+``ncu`` must launch the process it profiles and writes its report when that process exits, so the
+variant is rebuilt in a child (:mod:`labmagic.child`, replaying the chapter notebook) under
+
+    ncu --set full --clock-control none --profile-from-start off -f -o results/<gpu>/profiles/<chapter>/<variant> \
+        python -m labmagic.child --chapter ... --variant ... --shape ... --mode ncu
+
+``--profile-from-start off`` with the child's ``cudaProfilerStart/Stop`` around the timed calls means
+only the variant's own kernels are profiled: not input creation, not warm-up, not Triton's or JAX's
+compilation. ``--clock-control none`` keeps the GPU's normal boost clocks, which is what ``%bench``
+measures (ncu's default locks the base clock and makes kernels look slower than they run).
+
+The saved ``.ncu-rep`` opens in the Nsight Compute GUI; the summary comes from
+``ncu --import REPORT --csv --page raw --print-units base`` (one row per kernel, one column per
+metric), parsed by :mod:`labmagic.child.ncu_report`.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import subprocess
+from pathlib import Path
+
+from ..errors import LabError
+from ..paths import chapter_path, repo_root, results_dir
+from ..runtime import require_gpu
+from ..tools import find_nsight_tool
+from .ncu_report import KernelProfile, diagnose, parse_raw_csv, summary_rows
+from .protocol import child_command, child_env, child_record, log_tail
+
+
+class ProfilerError(LabError, RuntimeError):
+    """ncu ran but produced no usable report."""
+
+
+# --- finding the tools ----------------------------------------------------------------------------
+
+def find_ncu() -> str:
+    return find_nsight_tool("ncu", "LABMAGIC_NCU")
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class ProfileResult:
+    """The kernels one variant launched (per call) and where the full report is."""
+
+    chapter: str
+    variant: str
+    shape: str
+    report: Path | None
+    kernels: list[KernelProfile]
+    iters: int = 1
+    nbytes: float | None = None  # the race's predicted bytes per call
+    flops: float | None = None
+    command: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def dram_bytes(self) -> float | None:
+        """DRAM bytes read + written per call, summed over the variant's kernels."""
+        values = [(k.dram_read or 0) + (k.dram_write or 0) for k in self.kernels
+                  if k.dram_read is not None or k.dram_write is not None]
+        return sum(values) / max(self.iters, 1) if values else None
+
+    @property
+    def duration_s(self) -> float | None:
+        values = [k.duration_s for k in self.kernels if k.duration_s is not None]
+        return sum(values) / max(self.iters, 1) if values else None
+
+    def _repr_html_(self) -> str:
+        from ..display.profile_view import profile_html
+
+        return profile_html(self)
+
+    def __repr__(self) -> str:
+        from ..display.profile_view import profile_text
+
+        return profile_text(self)
+
+
+def report_path(chapter: str, variant: str, slug: str | None = None) -> Path:
+    """``results/<gpu>/profiles/<chapter>/<variant>`` (ncu adds ``.ncu-rep``)."""
+    return results_dir(slug) / "profiles" / chapter / variant
+
+
+def ncu_command(ncu: str, out: Path, child: list[str], section_set: str = "full",
+                clock_control: str = "none", extra: tuple[str, ...] = ()) -> list[str]:
+    return [ncu, "--set", section_set, "--clock-control", clock_control, "--profile-from-start", "off",
+            "--target-processes", "all", "-f", "-o", str(out), *extra, *child]
+
+
+def profile_variant(chapter: str, variant: str, shape: str | None = None, *, section_set: str = "full",
+                    clock_control: str = "none", iters: int = 1, extra: tuple[str, ...] = (),
+                    params: dict | None = None, slug: str | None = None, timeout: float | None = 1800,
+                    ) -> ProfileResult:
+    """Profile ``variant`` of ``chapter``'s race at ``shape`` (``"4096"``, ``"4096x4096"``; default the
+    race's largest) under Nsight Compute; save the report and return the per-kernel summary."""
+    require_gpu("%ncu")
+    ncu = find_ncu()
+    out = report_path(_chapter_stem(chapter), variant, slug)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    child = child_command(chapter, variant, shape, "ncu", iters, params)
+    cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
+                          env=child_env())
+    log = proc.stdout + proc.stderr
+    record = child_record(proc.stdout)
+    reason = diagnose(log)
+    if reason and "ERR_NVGPUCTRPERM" in reason:
+        raise ProfilerError(reason)
+    if record and not record.get("ok", False):
+        raise ProfilerError(f"the child could not run {variant!r}: {record.get('error')}", detail=log_tail(log))
+    report = out.with_suffix(".ncu-rep")
+    if not report.exists():
+        raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=log_tail(log))
+    kernels = read_report(report, ncu)
+    if not kernels:
+        raise ProfilerError(reason or "the report holds no kernels", detail=log_tail(log))
+    _save_csv(out.with_suffix(".csv"), kernels)
+    return ProfileResult(chapter=record.get("chapter", str(chapter)), variant=variant,
+                         shape=record.get("shape", shape or ""), report=report, kernels=kernels, iters=iters,
+                         nbytes=record.get("nbytes"), flops=record.get("flops"), command=cmd)
+
+
+def read_report(report: Path, ncu: str | None = None) -> list[KernelProfile]:
+    """Per-kernel metrics of a saved ``.ncu-rep`` (raw page, base units)."""
+    ncu = ncu or find_ncu()
+    proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ProfilerError(f"ncu --import {report.name} failed", detail=log_tail(proc.stdout + proc.stderr))
+    return parse_raw_csv(proc.stdout)
+
+
+def _save_csv(path: Path, kernels: list[KernelProfile]) -> bool:
+    """A flat summary next to the report, for diffs and the book's tables."""
+    rows = summary_rows(kernels)
+    if not rows:
+        return False
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return True
+
+
+def _chapter_stem(chapter: str) -> str:
+    try:
+        return chapter_path(chapter).stem
+    except LabError:
+        return Path(str(chapter)).stem
+
+

@@ -1,0 +1,167 @@
+"""Rebuild a chapter's race in a fresh process: the mechanism behind ``%ncu``, ``%sanitize`` and the
+bench timer script.
+
+Nsight Compute and compute-sanitizer must *launch* the process they observe (ncu writes its report
+when that process exits), so a notebook cannot profile its own kernel in place. Instead the child
+process (:mod:`labmagic.child`) replays the chapter notebook from disk: every code cell before the
+first cell that runs ``%bench``, in a real IPython shell with labmagic loaded, so ``%%cuda_kernel``
+cells compile exactly as they do in the notebook. Then :func:`find_race` returns the race the
+``%bench`` line names, and the child builds inputs and calls one variant.
+
+Limits, by design:
+
+- The *saved* notebook is replayed, not the live kernel's state: unsaved edits are not seen, and a
+  variant defined only after the ``%bench`` cell does not exist in the child.
+- Cells that are expensive or irrelevant to a single call (full correctness sweeps, plots) can be
+  tagged ``no-replay`` to be skipped; they would otherwise run (and, under compute-sanitizer, be
+  checked) in every child.
+- Papermill parameters can be overridden (``parameters={"size": "quick"}``): they are injected right
+  after the cell tagged ``parameters``, as papermill does.
+- Cell output is captured and dropped; a cell that raises stops the replay with the cell's number and
+  error, since later cells would only fail in confusing ways.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from ..errors import LabError
+from ..paths import chapter_path
+
+NO_REPLAY_TAG = "no-replay"
+_BENCH = re.compile(r"^\s*(?:\w+\s*=\s*)?%bench\b(.*)$", re.M)
+#: Cells that would start a child of their own (a child replaying them would recurse).
+_EXPLAIN = re.compile(r"^\s*(?:\w+\s*=\s*)?%(?:ncu|sanitize)\b", re.M)
+
+
+def replay_cells(notebook: dict, parameters: dict[str, Any] | None = None) -> tuple[list[str], str | None]:
+    """The code to run (cell sources, in order) and the ``%bench`` line that ended the replay (or None).
+
+    Skips markdown, empty cells, cells tagged ``no-replay`` and cells running ``%ncu``/``%sanitize``
+    (each would start a child of its own); stops *before* the first cell that contains ``%bench``.
+    ``parameters`` become one assignment cell after the ``parameters`` cell.
+    """
+    numbered, bench = _replay(notebook, parameters)
+    return [source for _, source in numbered], bench
+
+
+def _replay(notebook: dict, parameters: dict[str, Any] | None) -> tuple[list[tuple[str, str]], str | None]:
+    """Like :func:`replay_cells`, each source with the label the reader finds it by (``code cell 4``)."""
+    cells: list[tuple[str, str]] = []
+    injected = parameters is None
+    number = 0
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        number += 1
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        tags = cell.get("metadata", {}).get("tags", [])
+        bench = _BENCH.search(source)
+        if bench:
+            return _with_parameters(cells, parameters, injected), bench.group(0).strip()
+        if NO_REPLAY_TAG in tags or not source.strip() or _EXPLAIN.search(source):
+            continue
+        cells.append((f"code cell {number}", source))
+        if "parameters" in tags and not injected:
+            cells.append(("injected parameters", _assignments(parameters)))
+            injected = True
+    return _with_parameters(cells, parameters, injected), None
+
+
+def _assignments(parameters: dict[str, Any]) -> str:
+    return "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+
+
+def _with_parameters(cells: list[tuple[str, str]], parameters, injected: bool) -> list[tuple[str, str]]:
+    if parameters and not injected:  # no parameters cell: set them before everything, like papermill
+        return [("injected parameters", _assignments(parameters)), *cells]
+    return cells
+
+
+def code_cell(name_or_path, contains: str) -> str:
+    """The source of the chapter's first code cell that contains ``contains`` (scripts in ``benchmarks/``
+    run a chapter's own kernels and cells this way, not copies of them)."""
+    path = chapter_path(name_or_path)
+    for cell in json.loads(path.read_text()).get("cells", []):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") == "code" and contains in source:
+            return source
+    raise LabError(f"{path.name} has no code cell containing {contains!r}")
+
+
+def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=None) -> dict:
+    """Execute a chapter notebook's code up to its ``%bench`` cell; return the namespace.
+
+    Runs in a real IPython ``InteractiveShell`` (``shell``, else the process's singleton) with
+    ``%load_ext labmagic``, in the notebook's folder (papermill runs chapters with ``book/`` as the
+    working directory). The ``%bench`` line that stopped the replay is stored in the namespace as
+    ``__bench_line__`` for :func:`find_race`.
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    path = chapter_path(name_or_path)
+    notebook = json.loads(path.read_text())
+    cells, bench_line = _replay(notebook, parameters)
+    ip = shell or InteractiveShell.instance()
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        with capture_output(display=True):
+            ip.run_line_magic("load_ext", "labmagic")
+        for label, source in cells:
+            with capture_output(display=True) as captured:
+                result = ip.run_cell(source, store_history=False, silent=False)
+            error = result.error_before_exec or result.error_in_exec
+            if error is not None:
+                first = source.strip().splitlines()[0][:80]
+                raise LabError(
+                    f"replaying {path.name}: {label} (`{first}`) raised "
+                    f"{type(error).__name__}: {error}", detail=captured.stderr[-2000:])
+    finally:
+        os.chdir(cwd)
+    ip.user_ns["__bench_line__"] = bench_line
+    ip.user_ns["__chapter_path__"] = str(path)
+    return ip.user_ns
+
+
+def _is_race(obj) -> bool:
+    from ..benchmark import Race
+
+    if isinstance(obj, Race):
+        return True
+    return all(hasattr(obj, a) for a in ("chapter", "variants", "make_inputs", "ref"))
+
+
+def find_race(namespace: dict, name: str | None = None):
+    """The race a chapter benchmarks: ``name``, else the one its ``%bench`` line names, else the only
+    race in the namespace."""
+    if name is None:
+        line = namespace.get("__bench_line__") or ""
+        m = _BENCH.search(line) if line else None
+        if m:
+            tokens = [t for t in m.group(1).split() if not t.startswith("-")]
+            name = tokens[0] if tokens else None
+    if name is not None:
+        race = namespace.get(name)
+        if race is None or not _is_race(race):
+            raise LabError(f"{name!r} is not a labmagic.benchmark.Race in the chapter")
+        return race
+    races = races_in(namespace)
+    if len(races) != 1:
+        raise LabError(f"cannot tell which race to use: found {len(races)} (name it, e.g. `%bench race`)")
+    return races[0][1]
+
+
+def races_in(namespace: dict) -> list[tuple[str, object]]:
+    """(name, race) of each distinct race in a namespace (the first name bound to it)."""
+    seen: dict[int, tuple[str, object]] = {}
+    for name, value in list(namespace.items()):
+        if not name.startswith("_") and id(value) not in seen and _is_race(value):
+            seen[id(value)] = (name, value)
+    return list(seen.values())

@@ -1,0 +1,7 @@
+"""``python -m labmagic.cli``: the ``labmagic`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

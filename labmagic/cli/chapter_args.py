@@ -1,0 +1,19 @@
+"""The arguments of the commands that run a chapter's variants in a child (``profile``, ``sanitize``)."""
+
+from __future__ import annotations
+
+from ..child.protocol import list_variants
+
+
+def add_chapter_arguments(parser, verb: str) -> None:
+    """The arguments every command that runs a chapter's variants in a child takes (profile, sanitize)."""
+    parser.add_argument("chapter", help="chapter number, stem or name (01, 01_vector_add, vector_add)")
+    parser.add_argument("--variant", action="append", help=f"variant(s) to {verb} (default: all)")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a papermill parameter of the chapter")
+
+
+def chapter_variants(args) -> tuple[dict[str, str], list[str]]:
+    """(papermill parameters, variants to run) from :func:`add_chapter_arguments`'s arguments."""
+    params = dict(p.partition("=")[::2] for p in args.param)
+    return params, args.variant or list_variants(args.chapter, params)["variants"]

@@ -1,0 +1,69 @@
+"""``labmagic results``: what ``results/`` holds, which rows are stale, and the README's headline table.
+
+    labmagic results                 # one line per GPU and chapter: rows, stale rows, last measured
+    labmagic results --stale         # every stale row and why; exits 1 when there is any
+    labmagic results --readme        # rewrite README.md's headline table from results/*/bench/*.csv
+    labmagic results --check-readme  # exit 1 when README.md's headline table is not what the data gives
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..display import results_page as pages
+from ..errors import LabError
+from ..paths import repo_root
+from ..store.catalog import distinct, load
+from ..store.staleness import with_staleness
+
+
+def add_arguments(parser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--stale", action="store_true", help="list stale rows (exit status 1 when there are any)")
+    group.add_argument("--readme", action="store_true", help="regenerate README.md's headline table from results/")
+    group.add_argument("--check-readme", action="store_true",
+                       help="exit 1 when README.md's headline table differs from what results/ gives")
+    parser.add_argument("--root", type=Path, default=None, help="the checkout (default: this one)")
+
+
+def _readme(root: Path) -> tuple[Path, str, str]:
+    path = root / "README.md"
+    text = path.read_text(encoding="utf-8")
+    try:
+        return path, text, pages.with_headline(text, pages.headline_markdown(root))
+    except ValueError:
+        raise LabError(f"{path} has no headline block ({pages.HEADLINE_BEGIN} ... {pages.HEADLINE_END})") from None
+
+
+def run(args) -> int:
+    root = Path(args.root or repo_root()).resolve()
+    if args.readme:
+        path, old, new = _readme(root)
+        if new != old:
+            path.write_text(new, encoding="utf-8")
+        print(f"{path}: headline table {'updated' if new != old else 'already current'}")
+        return 0
+    if args.check_readme:
+        path, old, new = _readme(root)
+        if new != old:
+            print(f"{path}: the headline table is out of date: run `labmagic results --readme`")
+            return 1
+        print(f"{path}: the headline table matches results/")
+        return 0
+    df = load(root)
+    if df.empty:
+        print(f"no bench results under {root / 'results'}")
+        return 0
+    df = with_staleness(df, root)
+    if args.stale:
+        stale = df[df["stale"] != ""]
+        for _, row in stale.iterrows():
+            print(f"{row['gpu_slug']}  {row['chapter']}  {row.get('variant', '?')}  {row.get('shape', '?')}  "
+                  f"{row.get('dtype', '')}: {row['stale']}")
+        print(f"{len(stale)} stale row(s) of {len(df)}")
+        return 1 if len(stale) else 0
+    for (slug, chapter), rows in sorted(df.groupby(["gpu_slug", "chapter"])):
+        last = max((v[:10] for v in distinct(rows, "timestamp")), default="-")
+        print(f"{slug:24s} {chapter:28s} {len(rows):4d} rows  {int((rows['stale'] != '').sum()):4d} stale  "
+              f"last measured {last}")
+    return 0

@@ -1,0 +1,3 @@
+"""From CUDA C++ to a launch: NVRTC (:mod:`.nvrtc`) and its cache (:mod:`.cache`), the kernels' C signatures
+(:mod:`.signature`), the compiler's resource report (:mod:`.resources`), checked launches (:mod:`.kernel`), and the
+account of a kernel that faulted (:mod:`.faults`). Nothing here needs a GPU until a kernel is launched."""

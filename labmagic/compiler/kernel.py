@@ -1,0 +1,335 @@
+"""Compiled kernels as Python callables: argument checking against the C signature, then a launch.
+
+``kernel(a, b, c, n, grid=..., block=..., smem=0)`` checks every argument against the kernel's
+declaration before anything reaches the GPU: a float64 tensor for ``const float*``, a CPU tensor, a
+non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra argument each raise one
+line naming the parameter. The launch goes through CuPy (which loads the CUBIN NVRTC produced) on
+torch's current stream, so it is ordered with torch work and is captured by torch's CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+import numpy as np
+
+from ..errors import ArgumentError, LabError, NoGPUError
+from ..runtime import has_gpu
+from . import faults, nvrtc
+from .resources import Resources
+from .signature import KernelDecl, Param, parse_kernels
+
+
+class LaunchError(LabError, RuntimeError):
+    """The driver refused the launch (bad configuration, too much shared memory, ...)."""
+
+
+# C element type -> (accepted dtype names, vector width). dtype names are torch/numpy spellings.
+_FLOAT = ("float32",)
+_ELEMENT_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
+    "float": (_FLOAT, 1), "float1": (_FLOAT, 1), "float2": (_FLOAT, 2), "float3": (_FLOAT, 3), "float4": (_FLOAT, 4),
+    "double": (("float64",), 1), "double2": (("float64",), 2),
+    "half": (("float16",), 1), "__half": (("float16",), 1), "half2": (("float16",), 2), "__half2": (("float16",), 2),
+    "__nv_bfloat16": (("bfloat16",), 1), "nv_bfloat16": (("bfloat16",), 1), "__bf16": (("bfloat16",), 1),
+    "__nv_bfloat162": (("bfloat16",), 2), "nv_bfloat162": (("bfloat16",), 2),
+    "__nv_fp8_e4m3": (("float8_e4m3fn",), 1), "__nv_fp8_e5m2": (("float8_e5m2",), 1),
+    "int": (("int32",), 1), "int32_t": (("int32",), 1), "signed": (("int32",), 1), "signed int": (("int32",), 1),
+    "int2": (("int32",), 2), "int4": (("int32",), 4),
+    "unsigned": (("uint32", "int32"), 1), "unsigned int": (("uint32", "int32"), 1),
+    "uint32_t": (("uint32", "int32"), 1),
+    "uint2": (("uint32", "int32"), 2), "uint4": (("uint32", "int32"), 4),
+    "long long": (("int64",), 1), "long long int": (("int64",), 1), "int64_t": (("int64",), 1), "long": (("int64",), 1),
+    "unsigned long long": (("uint64", "int64"), 1), "uint64_t": (("uint64", "int64"), 1),
+    "size_t": (("uint64", "int64"), 1),
+    "short": (("int16",), 1), "int16_t": (("int16",), 1), "unsigned short": (("uint16", "int16"), 1),
+    "uint16_t": (("uint16", "int16"), 1),
+    "char": (("int8", "uint8"), 1), "signed char": (("int8",), 1), "int8_t": (("int8",), 1), "char4": (("int8",), 4),
+    "unsigned char": (("uint8",), 1), "uint8_t": (("uint8",), 1), "uchar4": (("uint8",), 4),
+    "bool": (("bool",), 1),
+}
+
+# C scalar type passed by value -> numpy type it is marshalled as.
+_SCALAR_TYPES: dict[str, type] = {
+    "float": np.float32, "double": np.float64,
+    "int": np.int32, "int32_t": np.int32, "signed": np.int32, "signed int": np.int32,
+    "unsigned": np.uint32, "unsigned int": np.uint32, "uint32_t": np.uint32,
+    "long long": np.int64, "long long int": np.int64, "int64_t": np.int64, "long": np.int64,
+    "unsigned long long": np.uint64, "uint64_t": np.uint64, "size_t": np.uint64,
+    "short": np.int16, "int16_t": np.int16, "unsigned short": np.uint16, "uint16_t": np.uint16,
+    "char": np.int8, "signed char": np.int8, "int8_t": np.int8, "unsigned char": np.uint8, "uint8_t": np.uint8,
+    "bool": np.bool_,
+}
+
+
+def _dtype_name(obj) -> str:
+    """``float32`` for a torch tensor, a CuPy array or a numpy array alike."""
+    return str(obj.dtype).removeprefix("torch.")
+
+
+def _describe(obj) -> str:
+    if _is_torch(obj):
+        return f"a {obj.device.type.upper()} torch tensor ({_dtype_name(obj)}, shape {tuple(obj.shape)})"
+    return f"{type(obj).__name__}"
+
+
+def _is_torch(obj) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
+
+
+def _normalize_dims(value, what: str, kernel: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise ArgumentError(f"{kernel}: {what}={value!r} must be an int or a tuple of 1 to 3 ints")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    if min(dims) < 1:
+        raise ArgumentError(f"{kernel}: {what}={value!r} has a dimension below 1 (an empty launch is a bug upstream)")
+    return dims
+
+
+class CudaKernel:
+    """One ``__global__`` entry point of a compiled cell."""
+
+    def __init__(self, module: CudaModule, expression: str, symbol: str, decl: KernelDecl):
+        self.module = module
+        self.name = expression
+        self.symbol = symbol
+        self.decl = decl
+        #: The CUDA source of the whole cell; benchmarks hash it into a variant's provenance.
+        self.__labmagic_source__ = module.source
+
+    @property
+    def resources(self) -> Resources | None:
+        return self.module.result.resources.get(self.symbol)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(f'{p.ctype} {p.name}' for p in self.decl.params)})"
+
+    def __repr__(self) -> str:
+        return f"<CudaKernel {self.signature} [{self.module.result.arch}]>"
+
+    # -- argument checking ------------------------------------------------------------------------
+
+    def check_args(self, args: tuple) -> list:
+        """Validate ``args`` against the signature and return them marshalled for the launch."""
+        params = self.decl.params
+        if len(args) < len(params):
+            missing = ", ".join(f"'{p.name}' ({p.ctype})" for p in params[len(args):])
+            raise ArgumentError(f"{self.name}: missing argument {missing}; the kernel takes {self.signature}")
+        if len(args) > len(params):
+            raise ArgumentError(f"{self.name}: {len(args)} arguments given but the kernel takes {len(params)}: "
+                                f"{self.signature}")
+        checked = [self._check_one(p, a) for p, a in zip(params, args)]
+        # Types first, for every argument, then placement: a dtype mistake is reported as such even on
+        # a machine without a GPU, where placement can only say "needs a GPU".
+        return [("ptr", self._place(*v)) if kind == "tensor" else (kind, v) for kind, v in checked]
+
+    def _check_one(self, param: Param, value):
+        where = f"{self.name}: argument '{param.name}' ({param.ctype})"
+        if param.pointer:
+            return self._check_pointer(param, value, where)
+        return self._check_scalar(param, value, where)
+
+    def _check_pointer(self, param: Param, value, where: str):
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return ("ptr", int(value))  # a raw device address: the caller knows what they do
+        is_torch = _is_torch(value)
+        if not is_torch and not any(hasattr(value, a) for a in ("__cuda_array_interface__", "__array_interface__")):
+            raise ArgumentError(f"{where} needs a tensor or array, got {_describe(value)}")
+        element = _ELEMENT_TYPES.get(param.base) if param.pointer == 1 else None
+        dtype = _dtype_name(value)
+        if element is not None and dtype not in element[0]:
+            raise ArgumentError(f"{where} needs {' or '.join(element[0])} data, got {dtype}")
+        contiguous = value.is_contiguous() if is_torch else _cupy_contiguous(value)
+        if not contiguous:
+            raise ArgumentError(
+                f"{where} is not contiguous (strides {tuple(_strides(value))}); the kernel indexes memory linearly: "
+                "pass .contiguous()"
+            )
+        return ("tensor", (value, element, where))
+
+    def _no_gpu(self) -> NoGPUError:
+        return NoGPUError(f"{self.name} needs a CUDA GPU to run; this machine has none "
+                          f"(it was compiled for {self.module.result.arch})")
+
+    def _place(self, value, element, where: str) -> int:
+        """The device address of a checked tensor, once every argument's type has passed."""
+        is_torch = _is_torch(value)
+        on_gpu = (value.device.type == "cuda") if is_torch else hasattr(value, "__cuda_array_interface__")
+        if not on_gpu:
+            if not has_gpu():
+                raise self._no_gpu()
+            raise ArgumentError(f"{where} is {_describe(value)}; kernels read GPU memory: move it with .cuda()")
+        pointer = value.data_ptr() if is_torch else value.__cuda_array_interface__["data"][0]
+        if element is not None:
+            width = element[1] * (value.element_size() if is_torch else value.dtype.itemsize)
+            align = width if width in (2, 4, 8, 16) else 1
+            if pointer % align:
+                raise ArgumentError(f"{where} starts at an address not aligned to {align} bytes (a sliced view?): "
+                                    "vector loads would fault")
+        return pointer
+
+    def _check_scalar(self, param: Param, value, where: str):
+        np_type = _SCALAR_TYPES.get(param.base)
+        if np_type is None:
+            raise ArgumentError(f"{where}: labmagic passes pointers and arithmetic scalars; "
+                                "pass this struct through a pointer")
+        if _is_torch(value) or hasattr(value, "__cuda_array_interface__"):
+            raise ArgumentError(f"{where} is a scalar but got {_describe(value)}")
+        if np.issubdtype(np_type, np.integer):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise ArgumentError(f"{where} needs an int, got {type(value).__name__} {value!r}")
+            info = np.iinfo(np_type)
+            if not info.min <= int(value) <= info.max:
+                raise ArgumentError(f"{where}: {value} does not fit in {param.base} [{info.min}, {info.max}]")
+            return ("val", np_type(int(value)))
+        if np_type is np.bool_:
+            return ("val", np.bool_(bool(value)))
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise ArgumentError(f"{where} needs a number, got {type(value).__name__} {value!r}")
+        return ("val", np_type(value))
+
+    # -- launch -------------------------------------------------------------------------------------
+
+    def __call__(self, *args, grid, block, smem: int = 0):
+        block3 = _normalize_dims(block, "block", self.name)
+        grid3 = _normalize_dims(grid, "grid", self.name)
+        if block3[0] * block3[1] * block3[2] > 1024:
+            raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
+                                "the limit is 1024")
+        marshalled = self.check_args(args)
+        if not has_gpu():
+            raise self._no_gpu()
+        faults.check_context()
+        values = [np.uint64(v) if kind == "ptr" else v for kind, v in marshalled]
+        function = self.module.function(self.symbol)
+        if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
+            function.max_dynamic_shared_size_bytes = smem
+        cupy = _cupy()
+        try:
+            with _torch_stream(cupy):
+                function(grid3, block3, tuple(values), shared_mem=int(smem))
+        except cupy.cuda.driver.CUDADriverError as exc:
+            if faults.is_sticky(exc):
+                raise faults.fault_error(exc) from None
+            res = self.resources
+            detail = f" ({res.registers} registers/thread, {res.smem_static} B static smem)" if res else ""
+            raise LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: "
+                              f"{exc}{detail}") from None
+        faults.record(self.name, grid3, block3, int(smem))
+
+
+def _strides(value):
+    return value.stride() if _is_torch(value) else value.strides
+
+
+def _cupy_contiguous(value) -> bool:
+    flags = getattr(value, "flags", None)
+    return bool(flags["C_CONTIGUOUS"]) if flags is not None else True
+
+
+@functools.lru_cache(maxsize=1)
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:  # pragma: no cover - GPU machines install it with the gpu extra
+        raise NoGPUError("launching needs CuPy: pip install 'labmagic[gpu-cu13]' (or gpu-cu12)") from exc
+    return cupy
+
+
+def _torch_stream(cupy):
+    """CuPy's view of torch's current stream (or CuPy's own when torch is absent)."""
+    try:
+        import torch
+    except ImportError:
+        return cupy.cuda.get_current_stream()
+    return _cupy_stream(torch.cuda.current_stream().cuda_stream)
+
+
+class _StreamHandle:
+    """The CUDA stream protocol (``__cuda_stream__``) around a raw handle, for CuPy's from_external."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+@functools.lru_cache(maxsize=64)
+def _cupy_stream(handle: int):
+    cupy = _cupy()
+    if hasattr(cupy.cuda.Stream, "from_external"):  # CuPy >= 14
+        return cupy.cuda.Stream.from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle)
+
+
+def python_name(expression: str) -> str:
+    """``gemm<float, 64>`` -> ``gemm_float_64``: a name the notebook namespace can hold."""
+    return re.sub(r"_+", "_", re.sub(r"\W", "_", expression)).strip("_")
+
+
+@dataclasses.dataclass
+class CudaModule:
+    """The kernels of one compiled cell. ``module.vecadd`` or ``module["gemm<float, 64>"]``."""
+
+    result: nvrtc.CompileResult
+    kernels: dict[str, CudaKernel] = dataclasses.field(default_factory=dict)
+    _functions: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def source(self) -> str:
+        return self.result.source
+
+    def __getattr__(self, name):
+        kernels = self.__dict__.get("kernels", {})
+        for expression, kernel in kernels.items():
+            if python_name(expression) == name:
+                return kernel
+        known = ", ".join(map(python_name, kernels)) or "none"
+        raise AttributeError(f"no kernel {name!r} in this module; it has {known}")
+
+    def __getitem__(self, expression: str) -> CudaKernel:
+        return self.kernels[expression]
+
+    def function(self, symbol: str):
+        """The CuPy function for ``symbol``; the module is loaded once per process and CUBIN."""
+        if symbol not in self._functions:
+            self._functions[symbol] = _load_module(self.result.key, str(self.result.cubin_path)).get_function(symbol)
+        return self._functions[symbol]
+
+    def _repr_html_(self) -> str:
+        from ..display.module_report import module_html
+
+        return module_html(self)
+
+    def __repr__(self) -> str:
+        from ..display.module_report import module_text
+
+        return module_text(self)
+
+
+@functools.cache
+def _load_module(key: str, path: str):
+    return _cupy().RawModule(path=path)
+
+
+def compile_module(
+    source: str, arch: str | None = None, options=(), name_expressions=(), lineinfo: bool = True, first_line: int = 1,
+) -> CudaModule:
+    """Compile ``source`` and wrap each ``__global__`` entry point (and each name expression) as a callable."""
+    result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
+                           lineinfo=lineinfo, first_line=first_line)
+    module = CudaModule(result)
+    decls = {k.name: k for k in parse_kernels(source)}
+    for decl in decls.values():
+        if decl.extern_c:
+            module.kernels[decl.name] = CudaKernel(module, decl.name, decl.name, decl)
+    for expression, symbol in result.lowered.items():
+        base = expression.split("<")[0].strip().split("::")[-1]
+        decl = decls.get(base)
+        if decl is not None:
+            module.kernels[expression] = CudaKernel(module, expression, symbol, decl.instantiate(expression))
+    return module

@@ -1,0 +1,85 @@
+"""``%bench race``: a thin magic over :func:`labmagic.bench`.
+
+It parses its line (``@magic_arguments``, so ``%bench?`` is the manual), looks the race up in the
+notebook's namespace, calls ``bench`` and returns the :class:`BenchResult`, which displays itself as
+the cell's output (``r = %bench race`` keeps it). Defaults live in the ``Bench`` configurable:
+``%config Bench.rep_ms = 200``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Float, Unicode
+from traitlets.config import Configurable
+
+from ..errors import LabError
+
+_AXB = re.compile(r"^\d+(x\d+)+$")
+
+
+class Bench(Configurable):
+    """Defaults of ``%bench`` (``%config Bench.<name> = value``)."""
+
+    rep_ms = Float(100.0, help="Target total time (ms) of the timed calls per variant and shape.").tag(config=True)
+    warmup_ms = Float(25.0, help="Warm-up time (ms) before timing (JIT compiles, module loads, clocks).").tag(
+        config=True)
+    save = Bool(True, help="Write results/<gpu>/bench/<chapter>.csv and .png after a GPU run.").tag(config=True)
+    plot = Bool(True, help="Draw latency, memory and roofline plots under the table.").tag(config=True)
+    target = Unicode("", help="GPU whose spec sheet the table is judged (no GPU: predicted) against, "
+                               "e.g. 'h200', 'a100'. Empty: this GPU, or the H200 without one.").tag(config=True)
+
+
+def parse_shape(token: str, evaluate) -> tuple[int, ...]:
+    """``4096x4096`` -> (4096, 4096); anything else is evaluated in the notebook (``2**20``, ``(64, 128)``)."""
+    if _AXB.match(token):
+        return tuple(int(t) for t in token.split("x"))
+    value = evaluate(token)
+    if isinstance(value, int):
+        return (value,)
+    try:
+        return tuple(int(v) for v in value)
+    except TypeError as exc:
+        raise LabError(f"--shapes: {token!r} is neither a size nor a shape") from exc
+
+
+@magics_class
+class BenchMagics(Magics):
+    def __init__(self, shell, settings: Bench | None = None):
+        super().__init__(shell)
+        self.settings = settings or Bench(parent=shell)
+
+    @magic_arguments()
+    @argument("race", help="name of a labmagic.benchmark.Race in the notebook")
+    @argument("--shapes", nargs="+", metavar="SHAPE",
+              help="shapes to time instead of the race's: 2**20, 4096x4096, '(64,128)'")
+    @argument("--variants", help="comma-separated variants to run (the reference always runs)")
+    @argument("--no-check", action="store_true", help="skip the correctness pass before timing")
+    @argument("--no-save", action="store_true", help="do not write results/<gpu>/bench/")
+    @argument("--no-plot", action="store_true", help="no plots under the table")
+    @argument("--target", help="GPU spec to judge or predict against (h200, h100, a100, l4, rtx 4090, ...)")
+    @line_magic
+    def bench(self, line: str):
+        """Check, time and judge a race's variants; show one table per shape (see labmagic.benchmark)."""
+        from ..benchmark import Race, bench
+
+        args = parse_argstring(self.bench, line)
+        race = self.shell.user_ns.get(args.race)
+        if not isinstance(race, Race):
+            raise LabError(f"%bench: {args.race!r} is not a labmagic.benchmark.Race in this notebook")
+        shapes = [parse_shape(t, self.shell.ev) for t in args.shapes] if args.shapes else None
+        variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+        s = self.settings
+        return bench(race, shapes=shapes, variants=variants, check=not args.no_check,
+                     save=None if (s.save and not args.no_save) else False,
+                     target=args.target or s.target or None, plot=s.plot and not args.no_plot,
+                     rep_ms=s.rep_ms, warmup_ms=s.warmup_ms)
+
+
+def register(ipython) -> None:
+    """Add ``%bench`` and make ``Bench`` visible to ``%config``."""
+    settings = Bench(parent=ipython)
+    ipython.configurables.append(settings)
+    ipython.register_magics(BenchMagics(ipython, settings))

@@ -1,0 +1,68 @@
+"""Result rows on disk: ``results/<gpu>/bench/<chapter>.csv``, replaced row by row, atomically.
+
+The CSV is the source of every table in the book, so two rules hold:
+
+- A new run *replaces* the rows it re-measured (same chapter, variant, shape, dtype) and keeps all
+  others, so re-running one variant does not erase the rest of a sweep.
+- Two processes writing the same file at once lose nothing: each takes an exclusive ``flock`` on a
+  sibling ``.lock`` file for the whole read-modify-write, writes a temporary file in the same folder
+  and ``os.replace``-s it over the CSV. A reader therefore sees either the old or the new file, never
+  a half-written one, and needs no lock. (``flock`` is POSIX; this project runs on Linux.)
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import LabError
+from ..paths import atomic_write, results_dir
+from .schema import COLUMNS, KEY, format_cell
+
+
+def bench_csv_path(chapter: str, slug: str | None = None) -> Path:
+    return results_dir(slug) / "bench" / f"{chapter}.csv"
+
+
+@contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock for read-modify-write of ``path`` (a ``<name>.lock`` beside it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """All rows of a CSV as strings (empty when it does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) -> Path:
+    """Replace rows with the same ``key`` in ``path`` by ``rows`` (adding the rest); atomic and locked."""
+    path = Path(path)
+    new = [{k: format_cell(v) for k, v in row.items()} for row in rows]
+    unknown = sorted({c for r in new for c in r if c not in COLUMNS})
+    if unknown:
+        raise LabError(f"{path.name}: no bench CSV column is called {', '.join(unknown)} "
+                       f"(the columns are labmagic.store.schema.COLUMNS)")
+    new_keys = {tuple(r.get(k, "") for k in key) for r in new}
+    with locked(path):
+        kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in key) not in new_keys]
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(kept + new)
+        atomic_write(path, text.getvalue())
+    return path

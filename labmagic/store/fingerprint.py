@@ -1,0 +1,70 @@
+"""What a chapter's results depend on: a hash of its notebook's cell sources and the kernel files it uses.
+
+``labmagic sweep`` stores this hash next to each executed notebook and skips a chapter whose hash has not changed
+since its last successful run on this GPU; the Results pages use it to mark results stale. Outputs and execution
+metadata are left out, so re-executing a notebook (or writing its outputs back into ``book/``) does not change it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+#: Files a chapter may load kernels from, when the notebook names them in a string literal or they sit in
+#: ``book/<chapter>/``.
+KERNEL_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".py")
+
+_SUFFIX_PATTERN = "|".join(re.escape(s) for s in KERNEL_SUFFIXES)
+_QUOTED_PATH = re.compile(r"""["']([^"'\n]+?(?:""" + _SUFFIX_PATTERN + r"""))["']""")
+
+
+def notebook_cells(path: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of every cell, outputs and metadata left out."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    cells = []
+    for cell in nb.get("cells", []):
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(source)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags:  # papermill's, written back by `sweep --reference`
+            continue
+        cells.append((cell.get("cell_type", ""), source))
+    return cells
+
+
+def kernel_files(notebook: Path) -> list[Path]:
+    """Kernel sources the chapter uses: files it names in string literals, and everything in ``book/<chapter>/``."""
+    notebook = Path(notebook)
+    folder = notebook.parent
+    found: set[Path] = set()
+    for kind, source in notebook_cells(notebook):
+        if kind != "code":
+            continue
+        for name in _QUOTED_PATH.findall(source):
+            candidate = (folder / name).resolve()
+            if candidate.is_file():
+                found.add(candidate)
+    own = folder / notebook.stem
+    if own.is_dir():
+        found.update(p.resolve() for p in own.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return sorted(found)
+
+
+def chapter_hash(notebook: Path) -> str:
+    """sha256 (16 hex digits) over the notebook's cell sources and the contents of its kernel files."""
+    notebook = Path(notebook)
+    digest = hashlib.sha256()
+    for kind, source in notebook_cells(notebook):
+        if kind != "code":
+            continue  # prose does not change what a run measures: editing the writeup leaves results fresh
+        digest.update(kind.encode() + b"\0" + source.encode("utf-8") + b"\0")
+    for path in kernel_files(notebook):
+        try:
+            name = path.relative_to(notebook.parent.resolve()).as_posix()
+        except ValueError:
+            name = path.name
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

@@ -1,0 +1,71 @@
+"""The sweep's record of each chapter run on each GPU: ``results/<gpu>/notebooks/<chapter>.json``.
+
+``labmagic sweep`` writes one record per chapter and GPU when a run ends: its status, the size preset, and the
+hash of the chapter's sources (:mod:`labmagic.store.fingerprint`) that the run executed. A failed run keeps, as
+``last_passed``, the run that the results still on disk came from. These records decide which chapters a sweep
+skips (up to date) and which stored results are stale.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..paths import all_chapters, atomic_write, results_dir
+from .fingerprint import chapter_hash
+
+
+def manifest_path(slug: str, chapter: str) -> Path:
+    return results_dir(slug) / "notebooks" / f"{chapter}.json"
+
+
+def read_manifest(slug: str, chapter: str) -> dict | None:
+    path = manifest_path(slug, chapter)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def passed_run(manifest: dict | None) -> dict | None:
+    """The run that the results on disk come from: the manifest's own when it passed, else the last one that
+    did (a failed re-run keeps the previous results in place and records their run as ``last_passed``)."""
+    if not manifest:
+        return None
+    return manifest if manifest.get("status") == "passed" else manifest.get("last_passed")
+
+
+def up_to_date(notebook: Path, slug: str, size: str) -> bool:
+    """The chapter's last run on this GPU passed, with these sources and this size preset."""
+    last = read_manifest(slug, notebook.stem)
+    return bool(
+        last
+        and last.get("status") == "passed"
+        and last.get("input_hash") == chapter_hash(notebook)
+        and last.get("size") == size
+        and (manifest_path(slug, notebook.stem).with_suffix(".ipynb")).exists()
+    )
+
+
+def stale_chapters(slug: str, skip: set[str] = frozenset()) -> list[str]:
+    """Chapters with a stored run on this GPU whose sources have changed since (not counting ``skip``)."""
+    stale = []
+    for notebook in all_chapters():
+        if notebook.stem in skip:
+            continue
+        passed = passed_run(read_manifest(slug, notebook.stem))
+        if passed and passed.get("input_hash") != chapter_hash(notebook):
+            stale.append(notebook.stem)
+    return stale
+
+
+
+def write_manifest(record: dict) -> Path:
+    """Store a run's record (``record["device"]`` and ``record["chapter"]`` say where); a failed run carries
+    the last passing run forward, so the results it left in place keep their provenance."""
+    slug, chapter = record["device"], record["chapter"]
+    if record.get("status") == "failed":
+        last_passed = passed_run(read_manifest(slug, chapter))
+        if last_passed:
+            record = {**record, "last_passed": {k: last_passed.get(k) for k in ("input_hash", "size", "started")}}
+    return atomic_write(manifest_path(slug, chapter), json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,70 @@
+"""Which stored rows no longer describe the current source.
+
+A row is *stale* when the source it measured is no longer the current source:
+
+* variant level: the row's ``source_hash`` (see :func:`labmagic.benchmark.provenance.source_hash`) differs from the
+  hash of the most recent measurement of the same variant on any GPU (a kernel edited and re-run on one GPU makes
+  the others stale);
+* chapter level: the chapter's notebook or kernel files changed since the sweep that produced the results
+  (the hash that ``labmagic sweep`` stored in ``results/<gpu>/notebooks/<chapter>.json``), or the chapter is gone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .fingerprint import chapter_hash
+from .manifest import passed_run
+
+
+def _newest_hashes(df: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """chapter -> variant -> the source hash of its most recent measurement on any GPU."""
+    rows = df[df["source_hash"].notna() & (df["source_hash"].astype(str) != "")]
+    if "timestamp" in rows.columns:
+        rows = rows.assign(_when=pd.to_datetime(rows["timestamp"], errors="coerce", utc=True)).sort_values("_when")
+    newest: dict[str, dict[str, str]] = {}
+    for _, row in rows.iterrows():  # later rows overwrite earlier ones
+        newest.setdefault(row["chapter"], {})[row.get("variant")] = str(row["source_hash"])
+    return newest
+
+
+def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
+    """Why each row is stale ('' when it is not)."""
+    reasons = pd.Series("", index=df.index, dtype=object)
+    if df.empty:
+        return reasons
+    newest = _newest_hashes(df) if "source_hash" in df.columns else {}
+    hashes: dict[str, str] = {}  # chapter -> its notebook's hash, read once for all GPUs
+    for (slug, chapter), rows in df.groupby(["gpu_slug", "chapter"]):
+        notebook = Path(root) / "book" / f"{chapter}.ipynb"
+        if not notebook.exists():
+            reasons[rows.index] = f"chapter {chapter} no longer exists"
+            continue
+        manifest = Path(root) / "results" / slug / "notebooks" / f"{chapter}.json"
+        try:
+            ran = passed_run(json.loads(manifest.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            ran = None
+        if chapter not in hashes:
+            hashes[chapter] = chapter_hash(notebook)
+        if ran and ran.get("input_hash") != hashes[chapter]:
+            reasons[rows.index] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
+            continue
+        current = newest.get(chapter, {})
+        if current:
+            for idx, row in rows.iterrows():
+                now = current.get(row.get("variant"))
+                then = row.get("source_hash")
+                if now is not None and isinstance(then, str) and then and then != now:
+                    reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
+    return reasons
+
+
+def with_staleness(df: pd.DataFrame, root: Path) -> pd.DataFrame:
+    """``df`` with a ``stale`` column (the reason, or '')."""
+    if not df.empty:
+        df["stale"] = stale_reasons(df, root)
+    return df

@@ -1,0 +1,347 @@
+"""The race orchestration on CPU: correctness before and after timing, prediction mode, rendering, %bench.
+
+Everything here runs the real components (torch on CPU, the real checks, the real wall-clock timer,
+the real IPython shell); nothing is mocked. Shapes are small so the suite stays fast on two cores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import labmagic
+from labmagic import benchmark
+from labmagic.benchmark import Race, bench, checks
+from labmagic.timing import WallTimer
+
+pytestmark = pytest.mark.skipif(labmagic.has_gpu(), reason="CPU-mode behaviour; the GPU path is in test_bench_gpu")
+
+CHECK_SHAPES = [(1,), (3,), (1023,), (4099,)]
+
+
+def make_inputs(n):
+    return torch.randn(n), torch.randn(n)
+
+
+def torch_add(a, b):
+    return a + b
+
+
+def needs_gpu(a, b):
+    raise labmagic.NoGPUError("cuda_naive needs a CUDA GPU to run; this machine has none")
+
+
+def race_with(**variants):
+    return Race(chapter="test_race", variants={"torch": torch_add, **variants}, ref="torch",
+                make_inputs=make_inputs, shapes=[2**10, 2**12], check_shapes=CHECK_SHAPES,
+                flops=lambda n: n, nbytes=lambda n: 12 * n, dtype="float32")
+
+
+def status(result, variant, shape=2**10):
+    return result.row(variant, shape).status
+
+
+# -- correctness before timing -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, fn, reason", [
+    ("torch_wrong", lambda a, b: a - b, "differ beyond"),
+    ("torch_off_by_tol", lambda a, b: (a + b) * (1 + 1e-3), "differ beyond"),
+    ("torch_nan", lambda a, b: torch.where(torch.arange(a.numel()) == a.numel() - 1, float("nan"), a + b), "NaN"),
+    ("torch_inf", lambda a, b: (a + b) / torch.zeros_like(a), "NaN/inf"),
+    ("torch_zeros", lambda a, b: torch.zeros_like(a), "all zeros"),
+    # A kernel whose guard misses the last element: its output buffer was poisoned, the element stays NaN.
+    ("torch_unwritten_tail", lambda a, b: torch.cat([a[:-1] + b[:-1], torch.full((1,), float("nan"))]), "NaN"),
+    ("torch_wrong_shape", lambda a, b: (a + b)[:-1] if a.numel() > 1 else (a + b).reshape(1, 1), "shape"),
+])
+def test_mismatch_is_recorded_not_timed_and_the_sweep_goes_on(name, fn, reason):
+    result = bench(race_with(**{name: fn}), timer=WallTimer(reps=2))
+    for shape in (2**10, 2**12):
+        row = result.row(name, shape)
+        assert row.status == "mismatch", row
+        assert reason in row.error
+        assert row.ms_median is None and row.gbps is None
+    assert status(result, "torch") == "ok"
+    assert result.row("torch", 2**12).ms_median > 0
+
+
+def test_unwritten_output_on_an_odd_shape_fails_even_if_the_rest_is_right():
+    # Wrong only where a float4 kernel without a tail loop would be: lengths not divisible by 4.
+    def torch_no_tail(a, b):
+        out = torch.full_like(a, float("nan"))
+        n4 = a.numel() // 4 * 4
+        out[:n4] = a[:n4] + b[:n4]
+        return out
+
+    result = bench(race_with(torch_no_tail=torch_no_tail), timer=WallTimer(reps=2))
+    assert status(result, "torch_no_tail") == "mismatch"
+    assert "at 1:" in result.row("torch_no_tail", 2**10).error  # the first awkward shape caught it
+
+
+def test_a_raising_variant_is_an_error_row_and_others_continue():
+    def torch_raises(a, b):
+        raise ValueError("index out of range in my kernel")
+
+    result = bench(race_with(torch_raises=torch_raises, torch_ok=torch_add), timer=WallTimer(reps=2))
+    row = result.row("torch_raises", 2**10)
+    assert row.status == "error" and "index out of range" in row.error
+    assert status(result, "torch_ok") == "ok"
+
+
+def test_compare_rules():
+    ref = torch.tensor([1.0, -2.0, 3.0])
+    assert checks.compare(ref.clone(), ref, 1e-4, 1e-5)
+    assert not checks.compare(torch.tensor([1.0, -2.0, float("nan")]), ref, 1e-4, 1e-5)
+    assert not checks.compare(torch.zeros(3), ref, 1e-4, 1e-5)
+    assert not checks.compare(torch.tensor([1.0, -2.0, 3.01]), ref, 1e-4, 1e-5)
+    assert checks.compare(torch.tensor([1.0, -2.0, 3.01]), ref, 1e-2, 0)
+    # NaN never passes, even when the reference has it in the same place.
+    assert not checks.compare(torch.tensor([float("nan")]), torch.tensor([float("nan")]), 1, 1)
+    # Integer outputs that are legitimately zero pass when the reference is zero too.
+    assert checks.compare(torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64), 0, 0)
+    # Outputs from other frameworks go through DLPack/numpy.
+    assert checks.compare(ref.numpy().copy(), ref, 1e-4, 1e-5)
+
+
+def test_tolerances_by_dtype():
+    assert checks.tolerances("float32") == (1e-4, 1e-5)
+    assert checks.tolerances(torch.bfloat16)[0] > checks.tolerances("float16")[0]
+    assert checks.tolerances("int8") == (0.0, 0.0)
+    assert checks.tolerances("float32", rtol=0.5) == (0.5, 1e-5)
+
+
+# -- correctness after timing --------------------------------------------------------------------
+
+def right_then_wrong(right_calls: int):
+    calls = {"n": 0}
+
+    def torch_sneaky(a, b):
+        calls["n"] += 1
+        return a + b if calls["n"] <= right_calls else a + b + 1.0
+
+    return torch_sneaky, calls
+
+
+def test_a_variant_right_while_checked_and_wrong_when_timed_is_caught():
+    sneaky, calls = right_then_wrong(len(CHECK_SHAPES))
+    result = bench(race_with(torch_sneaky=sneaky), timer=WallTimer(reps=3))
+    row = result.row("torch_sneaky", 2**10)
+    assert calls["n"] > len(CHECK_SHAPES)  # it passed the check and reached the timer
+    assert row.status == "mismatch"
+    assert row.error.startswith("re-check after timing")
+    assert row.ms_median is None  # a wrong answer's time is not reported
+
+
+def test_recheck_compares_the_timed_output_with_the_reference_on_the_same_inputs():
+    race = race_with()
+    inputs = make_inputs(100)
+    assert benchmark.recheck(race, inputs[0] + inputs[1], inputs)
+    other = make_inputs(100)
+    assert not benchmark.recheck(race, other[0] + other[1], inputs)  # right answer, wrong input set
+
+
+def test_the_wall_timer_hands_back_the_last_timed_output_and_its_input_set():
+    sets = [make_inputs(8) for _ in range(3)]
+    timing = WallTimer(reps=5, warmup=0).time(torch_add, sets)
+    assert len(timing.times_ms) == 5 and timing.median_ms > 0
+    assert timing.output_set == 4 % 3
+    assert torch.equal(timing.output, sets[1][0] + sets[1][1])
+
+
+# -- limits, backends, measured columns ----------------------------------------------------------
+
+def test_limits_skip_above_the_size_and_backends_are_inferred():
+    race = race_with(triton_add=torch_add, cuda_naive=needs_gpu)
+    race.limits = {"triton_add": 2**11}
+    result = bench(race, timer=WallTimer(reps=2))
+    assert status(result, "triton_add", 2**10) == "ok"
+    assert status(result, "triton_add", 2**12) == "skipped"
+    assert result.row("triton_add", 2**10).backend == "triton"
+    assert status(result, "cuda_naive") == "needs_gpu"
+    assert result.row("cuda_naive", 2**10).backend == "cuda"
+
+
+def test_measured_columns_follow_from_the_median():
+    result = bench(race_with(torch_copy=lambda a, b: (a + b).clone()), timer=WallTimer(reps=3))
+    row = result.row("torch_copy", 2**12)
+    assert row.gbps == pytest.approx(12 * 2**12 / (row.ms_median * 1e-3) / 1e9)
+    assert row.tflops == pytest.approx(2**12 / (row.ms_median * 1e-3) / 1e12)
+    assert row.sol_pct == pytest.approx(100 * row.gbps / 4800)  # the H200 spec: memory-bound at 1/12 FLOP/B
+    ref = result.row("torch", 2**12)
+    assert row.vs_ref == pytest.approx(ref.ms_median / row.ms_median)
+    assert row.ms_min <= row.ms_median <= row.ms_max
+    assert row.source_hash and row.source_hash != ref.source_hash
+
+
+def test_race_validation():
+    with pytest.raises(labmagic.LabError, match="ref"):
+        Race("x", {"torch": torch_add}, ref="nope", make_inputs=make_inputs)
+    with pytest.raises(labmagic.LabError, match="unknown variants"):
+        Race("x", {"torch": torch_add}, ref="torch", make_inputs=make_inputs, limits={"cuda": 1})
+    race = Race("x", {"torch": torch_add}, ref="torch", make_inputs=make_inputs, shapes=[4, (2, 3)])
+    assert race.shapes == [(4,), (2, 3)]
+
+
+# -- with no GPU: a prediction -------------------------------------------------------------------
+
+def test_cpu_mode_predicts_for_the_h200_and_checks_what_runs_on_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    result = bench(race_with(cuda_naive=needs_gpu, torch_wrong=lambda a, b: a * b))
+    assert not result.measured
+    assert result.spec.slug == "nvidia-h200"
+    assert status(result, "torch") == "predicted"
+    assert status(result, "cuda_naive") == "needs_gpu"
+    assert status(result, "torch_wrong") == "mismatch"  # correctness still ran on CPU
+    row = result.row("torch", 2**12)
+    assert row.ms_median is None
+    assert row.predicted_ms == pytest.approx(12 * 2**12 / 4800e9 * 1e3)
+    assert not (tmp_path / "results").exists()  # predictions are not measurements: nothing written
+    with pytest.raises(labmagic.LabError, match="nothing was measured"):
+        result.save(tmp_path / "x.csv")
+
+
+def test_cpu_mode_target_selects_the_spec():
+    result = bench(race_with(), target="a100")
+    assert result.spec.slug.startswith("nvidia-a100")
+    assert result.row("torch", 2**12).predicted_ms == pytest.approx(12 * 2**12 / 2039e9 * 1e3)
+    with pytest.raises(labmagic.LabError, match="unknown target"):
+        bench(race_with(), target="voodoo5")
+
+
+def test_cpu_mode_without_check_marks_cuda_as_needing_a_gpu():
+    result = bench(race_with(cuda_naive=needs_gpu), check=False)
+    assert status(result, "cuda_naive") == "needs_gpu"
+    assert status(result, "torch") == "predicted"
+
+
+def test_sol_override_is_in_the_bounding_unit():
+    race = race_with()
+    race.sol = {"nvidia-h200": 2400.0}  # GB/s, because vector add is memory-bound on the H200
+    result = bench(race, timer=WallTimer(reps=2))
+    row = result.row("torch", 2**12)
+    assert row.sol_pct == pytest.approx(100 * row.gbps / 2400.0)
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+def test_prediction_renders_as_text_and_html_saying_nothing_was_measured():
+    result = bench(race_with(cuda_naive=needs_gpu))
+    text = repr(result)
+    assert "nothing was measured" in text and "NVIDIA H200" in text
+    assert text.count("shape ") == 2  # one table per shape
+    assert "needs GPU" in text and "not measured" in text
+    html = result._repr_html_()
+    assert html.count("<table>") == 2
+    assert "nothing was measured" in html and "needs GPU" in html
+
+
+def test_measured_result_renders_marks_and_converts_to_a_dataframe():
+    result = bench(race_with(torch_wrong=lambda a, b: a - b), timer=WallTimer(reps=2), plot=False)
+    row = result.row("torch", 2**10)
+    row.alloc_retries, row.below_floor = 2, True
+    text = repr(result)
+    torch_line = next(line for line in text.splitlines() if line.startswith("torch "))
+    assert "*!" in torch_line and "2 allocator retries" in torch_line and "faster than the floor" in torch_line
+    assert "mismatch" in text and "timer: wall" in text
+    html = result._repr_html_()
+    assert html.count("<table>") == 2
+    assert "faster than the floor" in html
+    frame = result.to_dataframe()
+    assert len(frame) == 4 and set(frame.variant) == {"torch", "torch_wrong"}
+    assert list(frame.columns[:6]) == ["chapter", "variant", "backend", "shape", "dtype", "status"]
+
+
+def test_html_escapes_error_text():
+    result = bench(race_with(torch_raises=lambda a, b: (_ for _ in ()).throw(ValueError("<script>"))))
+    assert "<script>" not in result._repr_html_()
+    assert "&lt;script&gt;" in result._repr_html_()
+
+
+def test_measured_result_embeds_its_plot():
+    result = bench(race_with(), timer=WallTimer(reps=2))
+    assert result.png and result.png.startswith(b"\x89PNG")
+    assert "data:image/png;base64," in result._repr_html_()
+
+
+# -- %bench --------------------------------------------------------------------------------------
+
+def test_bench_magic_runs_the_race_from_the_notebook(shell):
+    shell.ns["race"] = Race(chapter="test_race", variants={"torch": torch_add, "cuda_naive": needs_gpu, "torch_x": torch_add},
+                            ref="torch", make_inputs=lambda *s: (torch.randn(*s), torch.randn(*s)),
+                            shapes=[2**10], check_shapes=[(3,), (5, 7)],
+                            nbytes=lambda *s: 12 * math.prod(s))
+    result = shell.run("%bench race --shapes 2**12 64x4 --variants cuda_naive --target h100")
+    assert isinstance(result, benchmark.BenchResult)
+    assert result.shapes == ["64x4", "4096"]  # small to large
+    assert {r.variant for r in result.rows} == {"torch", "cuda_naive"}  # the reference always runs
+    assert result.spec.slug == "nvidia-h100-80gb-hbm3"
+    assert result.row("cuda_naive", (64, 4)).status == "needs_gpu"
+
+
+def test_bench_magic_no_check_and_errors(shell):
+    shell.ns["race"] = race_with(cuda_naive=needs_gpu)
+    result = shell.run("%bench race --no-check --no-save")
+    assert result.row("cuda_naive", 2**10).status == "needs_gpu" and result.row("cuda_naive", 2**10).error == ""
+    shell.ns["not_a_race"] = 3
+    with pytest.raises(labmagic.LabError, match="not a labmagic.benchmark.Race"):
+        shell.run("%bench not_a_race")
+    with pytest.raises(labmagic.LabError, match="unknown variants"):
+        shell.run("%bench race --variants nope")
+
+
+def test_bench_settings_are_traitlets(shell):
+    shell.run("%config Bench.rep_ms = 7.5")
+    assert shell.run("%config Bench.rep_ms") == 7.5
+    shell.run("%config Bench.target = 'l4'")
+    try:
+        shell.ns["race"] = race_with()
+        result = shell.run("%bench race")
+        assert result.spec.slug == "nvidia-l4"
+    finally:
+        shell.run("%config Bench.target = ''")
+        shell.run("%config Bench.rep_ms = 100.0")
+
+
+def test_auto_input_sets_exceed_the_l2():
+    l2 = 50 * 2**20
+    k = benchmark.auto_input_sets(8 * 2**20, l2, 2**40)
+    assert k * 8 * 2**20 >= 3 * l2 and (k - 1) * 8 * 2**20 < 3 * l2
+    assert benchmark.auto_input_sets(2 * 2**30, l2, 2**40) == 1
+    assert benchmark.auto_input_sets(1024, l2, 2**40) == 256
+    assert benchmark.auto_input_sets(2**20, l2, 10 * 2**20) == 10  # the memory budget wins
+
+
+def test_jax_outputs_are_checked_and_timed_to_completion_on_cpu():
+    jnp = pytest.importorskip("jax.numpy")
+
+    def jax_add(a, b):
+        return jnp.asarray(a.numpy()) + jnp.asarray(b.numpy())
+
+    def jax_wrong(a, b):
+        return jnp.asarray(a.numpy()) * 2
+
+    predicted = bench(race_with(jax_add=jax_add, jax_wrong=jax_wrong))
+    assert status(predicted, "jax_add") == "predicted" and predicted.row("jax_add", 2**10).backend == "jax"
+    assert status(predicted, "jax_wrong") == "mismatch"
+    measured = bench(race_with(jax_add=jax_add), timer=WallTimer(reps=2), plot=False)
+    assert status(measured, "jax_add") == "ok" and measured.row("jax_add", 2**10).ms_median > 0
+
+
+def test_triton_variants_are_checked_in_the_interpreter_on_cpu():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(a, b, c, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n  # without this guard the awkward check shapes read and write out of bounds
+        tl.store(c + offs, tl.load(a + offs, mask=mask) + tl.load(b + offs, mask=mask), mask=mask)
+
+    def triton_add(a, b):
+        c = torch.empty_like(a)
+        add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, c, a.numel(), BLOCK=256)
+        return c
+
+    result = bench(race_with(triton_add=triton_add))
+    assert status(result, "triton_add") == "predicted", result.row("triton_add", 2**10).error

@@ -1,0 +1,153 @@
+"""Spec table, ceilings, source hashes and the timer-agreement script's ncu parser."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from labmagic.benchmark import provenance, roofline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_spec_lookup_by_device_name_slug_and_short_target():
+    assert roofline.find_spec("NVIDIA H200").bandwidth_gbps == 4800
+    assert roofline.find_spec("h200").slug == "nvidia-h200"
+    assert roofline.find_spec("NVIDIA H100 80GB HBM3").slug == "nvidia-h100-80gb-hbm3"
+    assert roofline.find_spec("h100 pcie").slug == "nvidia-h100-pcie"
+    assert roofline.find_spec("NVIDIA GeForce RTX 4090").peak_tflops("bfloat16") == pytest.approx(165.2)
+    assert roofline.find_spec("rtx 4090").slug == "nvidia-geforce-rtx-4090"
+    assert roofline.find_spec("L4").slug == "nvidia-l4"
+    assert roofline.find_spec("voodoo5") is None
+
+
+def test_every_spec_covers_the_book_dtypes_it_supports():
+    for spec in roofline.SPECS.values():
+        assert spec.bandwidth_gbps > 100 and spec.l2_bytes > 0
+        for key in ("fp32", "fp16", "int8"):
+            assert spec.tflops[key] > 0, (spec.slug, key)
+        if "bf16" in spec.tflops:  # tensor-core formats are faster than the CUDA-core fp32 rate
+            assert spec.tflops["bf16"] > spec.tflops["fp32"]
+
+
+def test_floor_and_bound():
+    roof = roofline.Roof(bandwidth_gbps=4800.0, tflops=67.0, source="spec")
+    n = 2**28
+    assert roof.memory_bound(n, 12 * n)
+    assert roof.floor_ms(n, 12 * n) == pytest.approx(12 * n / 4.8e12 * 1e3)
+    big = 8192
+    assert not roof.memory_bound(2 * big**3, 3 * 4 * big**2)  # an fp32 GEMM is compute-bound
+    assert roof.floor_ms(2 * big**3, 12 * big**2) == pytest.approx(2 * big**3 / 67e12 * 1e3)
+    assert roof.pct(roof.floor_ms(n, 12 * n), n, 12 * n) == pytest.approx(100.0)
+
+
+def test_load_ceilings(tmp_path):
+    path = tmp_path / "ceilings.json"
+    assert roofline.load_ceilings("nvidia-h200", path) is None
+    path.write_text(json.dumps({"copy_gbps": 4100.5, "matmul_tflops": {"bf16": 720.0, "fp32": 51.0}}))
+    ceil = roofline.load_ceilings("nvidia-h200", path)
+    assert ceil.copy_gbps == 4100.5 and ceil.peak_tflops("bfloat16") == 720.0
+    roof = roofline.measured_roof(ceil, "float32")
+    assert roof.source == "measured" and roof.tflops == 51.0 and roof.bandwidth_gbps == 4100.5
+    # The memory ceiling is the fastest measured pattern (an add beats a copy on HBM).
+    path.write_text(json.dumps({"copy_gbps": 4100.5, "peak_gbps": 4300.0, "matmul_tflops": {}}))
+    assert roofline.measured_roof(roofline.load_ceilings("x", path), "float32").bandwidth_gbps == 4300.0
+
+
+def test_faster_than_the_floor_is_flagged_beyond_noise():
+    from labmagic.benchmark import Row, judge
+
+    roof = roofline.Roof(4000.0, 50.0, "measured")
+    n = 2**26
+    floor = roof.floor_ms(n, 12 * n)
+    flags = {}
+    for factor in (1.05, 0.99, 0.95):
+        row = Row("c", "v", "cuda", str(n), "float32", "ok", ms_median=floor * factor)
+        judge(row, n, 12 * n, roof, roof)
+        flags[factor] = row.below_floor
+        assert row.ceiling_pct == pytest.approx(100 / factor)
+    assert flags == {1.05: False, 0.99: False, 0.95: True}
+
+
+def _helper_v1(x):
+    return x + 1
+
+
+class FakeCudaKernel:
+    def __init__(self, source):
+        self.__labmagic_source__ = source
+
+
+def test_source_hash_follows_referenced_kernels_and_helpers():
+    g = {"kernel": FakeCudaKernel("__global__ void k() { /* v1 */ }"), "helper": _helper_v1}
+    exec("def variant(a, b):\n    kernel(a, b)\n    return helper(a)\n", g)
+    h1 = provenance.source_hash(g["variant"])
+    assert h1 == provenance.source_hash(g["variant"])  # stable
+    g["kernel"] = FakeCudaKernel("__global__ void k() { /* v2 */ }")
+    h2 = provenance.source_hash(g["variant"])
+    assert h2 != h1  # editing the CUDA source moves the hash
+    exec("def helper(x):\n    return x + 2\n", g)
+    assert provenance.source_hash(g["variant"]) not in (h1, h2)
+
+
+def test_source_hash_sees_closures_and_lambdas():
+    def make(kernel):
+        return lambda a: kernel(a)
+
+    one = provenance.source_hash(make(FakeCudaKernel("A")))
+    two = provenance.source_hash(make(FakeCudaKernel("B")))
+    assert one != two
+
+
+def _load_timer_agreement():
+    spec = importlib.util.spec_from_file_location("timer_agreement", ROOT / "benchmarks" / "timer_agreement.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+NCU_CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
+==PROF== Profiling "vecadd_f4": 0%....50%....100% - 1 pass
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python3.12","127.0.0.1","vecadd_f4","1","7","(256, 1, 1)","(262144, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","52.67"
+"1","4242","python3.12","127.0.0.1","vecadd_f4","1","7","(256, 1, 1)","(262144, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","msecond","1.05"
+"2","4242","python3.12","127.0.0.1","void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, T2, T3)","1","7","(128, 1, 1)","(131072, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","54,336"
+'''
+
+
+def test_parse_ncu_csv():
+    ta = _load_timer_agreement()
+    launches = ta.parse_ncu_csv(NCU_CSV)
+    assert [name.split("(")[0][:9] for name, _ in launches] == ["vecadd_f4", "vecadd_f4", "void at::"]
+    assert [us for _, us in launches] == pytest.approx([52.67, 1050.0, 54.336])
+    assert ta.parse_ncu_csv("==PROF== No kernels were profiled.\n") == []
+    with pytest.raises(ValueError, match="unit"):
+        ta.parse_ncu_csv(NCU_CSV.replace('"usecond"', '"furlong"'))
+
+
+def test_timer_agreement_dry_run_builds_the_plan(capsys):
+    ta = _load_timer_agreement()
+    assert ta.main(["--dry-run", "--sizes", "24,28"]) == 0
+    out = capsys.readouterr().out
+    assert "4 cases" in out
+    assert out.count("--clock-control none --profile-from-start off") == 4
+    assert "--child cuda_float4 28" in out
+
+
+@pytest.mark.skipif(__import__("labmagic").has_gpu(), reason="the no-GPU answer of calibrate")
+def test_calibrate_without_a_gpu_says_so():
+    import argparse
+
+    import labmagic
+    from labmagic.cli import calibrate as ceilings
+
+    parser = argparse.ArgumentParser()
+    ceilings.add_arguments(parser)
+    with pytest.raises(labmagic.NoGPUError, match="has none"):
+        ceilings.run(parser.parse_args([]))

@@ -1,0 +1,215 @@
+"""Parsing Nsight Compute's CSV pages and errors, on literal samples of ncu's output formats."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from labmagic.child import ncu_report as ncu
+from labmagic.child import ncu_run as profile
+from labmagic.child import protocol
+from labmagic.errors import NoGPUError, ToolMissingError
+
+# ``ncu --import r.ncu-rep --csv --page raw --print-units base``: header, units, one row per launch.
+# Two launches of the float4 vector add on an H200 at n = 2**28 (values trimmed to the metrics used;
+# thousands separators as ncu prints them; an unsupported metric as n/a).
+RAW = '''\
+==PROF== Connected to process 41327 (/usr/bin/python3.11)
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","dram__throughput.avg.pct_of_peak_sustained_elapsed","l1tex__t_sector_hit_rate.pct","lts__t_sector_hit_rate.pct","sm__warps_active.avg.pct_of_peak_sustained_active","sm__maximum_warps_per_active_cycle_pct","launch__occupancy_limit_blocks","launch__occupancy_limit_registers","launch__occupancy_limit_shared_mem","launch__occupancy_limit_warps","launch__registers_per_thread","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio","smsp__average_warps_issue_stalled_selected_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum","smsp__sass_inst_executed_op_global_ld.sum","smsp__sass_inst_executed_op_global_st.sum","l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum","smsp__sass_thread_inst_executed_op_ffma_pred_on.sum","sm__inst_executed_pipe_tensor_op_hmma.sum","smsp__pcsamp_warps_issue_stalled_long_scoreboard"
+"","","","","","","","","","","","byte","byte","nsecond","%","%","%","%","%","%","%","block","block","block","block","register/thread","","","","","","","","inst","inst","byte","inst","inst",""
+"0","41327","python3.11","127.0.0.1","vecadd_float4","1","7","(256, 1, 1)","(262144, 1, 1)","0","9.0","2,147,745,792","1,073,872,896","774,592","11.62","92.71","92.71","0","33.34","86.59","100","32","8","32","8","22","14.31","1.02","0.31","0","0.88","0","0","4,194,304","2,097,152","2,147,483,648","0","0","10,592"
+"1","41327","python3.11","127.0.0.1","vecadd_float4","1","7","(256, 1, 1)","(262144, 1, 1)","0","9.0","2,147,614,720","1,073,790,976","772,064","11.66","92.99","92.99","0","33.33","86.91","100","32","8","32","8","22","14.40","1.00","0.31","0","0.87","n/a","0","4,194,304","2,097,152","2,147,483,648","0","0","10,601"
+'''
+
+# ``--page details``: one row per metric, display names, units per row, rule columns after.
+DETAILS = '''\
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type","Rule Description","Estimated Speedup Type","Estimated Speedup"
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","GPU Speed Of Light Throughput","Duration","us","1,932.13","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","71.20","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","GPU Speed Of Light Throughput","Memory Throughput","%","88.05","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Launch Statistics","Registers Per Thread","register/thread","40","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Occupancy","Block Limit Registers","block","6","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Occupancy","Block Limit Shared Mem","block","9","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Occupancy","Block Limit Warps","block","8","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Occupancy","Theoretical Occupancy","%","75","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Occupancy","Achieved Occupancy","%","71.83","","","","",""
+"0","4312","python3.11","127.0.0.1","sgemm_tiled","1","7","(16, 16, 1)","(256, 256, 1)","0","9.0","Memory Workload Analysis","L2 Hit Rate","%","91.12","","","","",""
+'''
+
+PERMISSION = """\
+==PROF== Connected to process 2817 (/usr/bin/python3.11)
+==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0. For instructions on enabling permissions and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM
+==PROF== Disconnected from process 2817
+==WARNING== No kernels were profiled.
+"""
+
+
+def test_raw_page_per_kernel_in_base_units():
+    k0, k1 = ncu.parse_raw_csv(RAW)
+    assert (k0.id, k0.name, k0.block, k0.grid) == (0, "vecadd_float4", "(256, 1, 1)", "(262144, 1, 1)")
+    assert k0.duration_s == pytest.approx(774.592e-6)
+    assert k0.dram_read == 2_147_745_792 and k0.dram_write == 1_073_872_896
+    assert k0.memory_pct == pytest.approx(92.71) and k0.sm_pct == pytest.approx(11.62)
+    assert k0.l2_hit_pct == pytest.approx(33.34) and k0.l1_hit_pct == 0
+    assert k0.achieved_occupancy_pct == pytest.approx(86.59) and k0.theoretical_occupancy_pct == 100
+    assert k0.registers == 22
+    # Blocks allowed: blocks 32, registers 8, smem 32, warps 8 -> registers and warps tie.
+    assert k0.occupancy_limiter == "registers+warps"
+    # Stalls: long_scoreboard first; "selected" is issuing, not stalling; zeros dropped.
+    assert [r for r, _ in k0.stalls()] == ["long_scoreboard", "lg_throttle", "wait"]
+    assert k0.bank_conflicts == 0
+    assert k1.metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] is None  # n/a
+    mix = k0.instruction_mix()
+    # 2**28 floats, 4 per thread: 2**26 threads = 2**21 warps, each issuing one LDG.128 per input.
+    assert mix["global ld"] == 2 * 2**21
+    # 2 GiB loaded by 2**22 load instructions: 512 B per warp instruction = 16 B per thread = 128-bit.
+    assert mix["global ld bytes/thread"] == 16.0
+    assert "FFMA (threads)" not in mix and "tensor core" not in mix
+
+
+def test_dram_share_of_peak_from_an_h200_raw_page():
+    # The raw page ncu wrote on the H200 for cuBLAS in chapter 02 has no dram__throughput; the SOL
+    # section's "DRAM Throughput" is gpu__dram_throughput there (the summary used to print "DRAM - of peak").
+    raw = Path(__file__).resolve().parents[2] / "results/nvidia-h200/profiles/02_sgemm/torch.raw.csv"
+    (k,) = ncu.parse_raw_csv(raw.read_text())
+    assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" not in k.metrics
+    assert k.dram_pct == pytest.approx(3.08)
+    assert k.dram_read == 342_116_352 and k.duration_s == pytest.approx(2.680768e-3)
+
+
+def test_profile_result_compares_dram_bytes_with_prediction():
+    kernels = ncu.parse_raw_csv(RAW)
+    # 2 calls profiled; predicted 3 * 4 * 2**28 bytes per call.
+    result = profile.ProfileResult(chapter="01_vector_add", variant="cuda_float4", shape="268435456",
+                                   report=Path("results/nvidia-h200/profiles/01_vector_add/cuda_float4.ncu-rep"),
+                                   kernels=kernels, iters=2, nbytes=3 * 4 * 2**28)
+    measured = (2_147_745_792 + 1_073_872_896 + 2_147_614_720 + 1_073_790_976) / 2
+    assert result.dram_bytes == pytest.approx(measured)
+    assert result.duration_s == pytest.approx((774_592 + 772_064) / 2 * 1e-9)
+    text = repr(result)
+    assert "measured vs 3.221 GB predicted (+0.0%)" in text
+    assert "limiter: registers+warps" in text and "long_scoreboard 14.31" in text
+    assert "global ld bytes/thread 16" in text
+    html = result._repr_html_()
+    assert "<table>" in html and "vecadd_float4" in html
+
+
+def test_details_page():
+    (k,) = ncu.parse_details_csv(DETAILS)
+    assert k.name == "sgemm_tiled" and k.grid == "(256, 256, 1)"
+    assert k.duration_s == pytest.approx(1932.13e-6)
+    assert k.sm_pct == pytest.approx(71.2) and k.memory_pct == pytest.approx(88.05)
+    assert k.registers == 40 and k.theoretical_occupancy_pct == 75 and k.achieved_occupancy_pct == pytest.approx(71.83)
+    assert k.occupancy_limiter == "registers"  # 6 blocks, fewer than smem (9) and warps (8)
+    assert k.l2_hit_pct == pytest.approx(91.12)
+
+
+def test_numbers_and_units():
+    assert ncu.to_number("1,932.13", "usecond") == pytest.approx(1.93213e-3)
+    assert ncu.to_number("3.5", "Gbyte") == 3.5e9  # ncu's multiples are decimal
+    assert ncu.to_number("n/a") is None and ncu.to_number("") is None
+    assert ncu.to_number("42", "%") == 42
+
+
+def test_diagnose_permission_and_empty_runs():
+    fix = ncu.diagnose(PERMISSION)
+    assert "ERR_NVGPUCTRPERM" in fix and "NVreg_RestrictProfilingToAdminUsers=0" in fix
+    assert "profiled no kernel" in ncu.diagnose("==WARNING== No kernels were profiled.\n")
+    assert ncu.diagnose("==PROF== Disconnected from process 1\n") is None
+
+
+def test_ncu_command_profiles_only_the_range():
+    cmd = profile.ncu_command("ncu", Path("out/v"), ["python", "-m", "labmagic.child"])
+    assert cmd[:9] == ["ncu", "--set", "full", "--clock-control", "none", "--profile-from-start", "off",
+                       "--target-processes", "all"]
+    assert cmd[cmd.index("-o") + 1] == "out/v" and cmd[-3:] == ["python", "-m", "labmagic.child"]
+
+
+def test_child_record_is_the_last_marker_line():
+    out = 'noise\nLABMAGIC-CHILD {"ok": false}\n==PROF== x\nLABMAGIC-CHILD {"ok": true, "nbytes": 12.0}\n'
+    assert protocol.child_record(out) == {"ok": True, "nbytes": 12.0}
+    assert protocol.child_record("died\n") == {}
+
+
+def test_no_gpu_is_one_clear_error(monkeypatch):
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: False)
+    with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
+        profile.profile_variant("01", "cuda_float4")
+
+
+def test_ncu_missing(monkeypatch):
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.delenv("LABMAGIC_NCU", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", "/nonexistent")
+    monkeypatch.setattr(profile.Path, "glob", lambda self, pattern: iter(()))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(ToolMissingError, match="ncu not found"):
+        profile.profile_variant("01", "cuda_float4")
+
+
+def test_permission_error_surfaces_the_fix(monkeypatch, tmp_path):
+    # An ncu that fails the way a locked-down driver makes the real one fail (literal output above).
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{PERMISSION}EOF\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    with pytest.raises(profile.ProfilerError, match="NVreg_RestrictProfilingToAdminUsers"):
+        profile.profile_variant(str(tmp_path / "missing.ipynb"), "v", slug="test-gpu")
+    assert os.path.isdir(tmp_path / "results" / "test-gpu" / "profiles")
+
+
+def test_child_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cmd = protocol.child_command("book/01_x.ipynb", "v", "31 17 29", "ncu", 3, {"size": "'quick'"})
+    assert cmd[cmd.index("--chapter") + 1] == str(tmp_path / "book" / "01_x.ipynb")
+    assert cmd[cmd.index("--shape") + 1:cmd.index("--shape") + 4] == ["31", "17", "29"]
+    assert cmd[-2:] == ["-p", "size='quick'"] and cmd[cmd.index("--iters") + 1] == "3"
+
+
+def test_summary_csv_rows():
+    rows = ncu.summary_rows(ncu.parse_raw_csv(RAW))
+    assert len(rows) == 2 and rows[0]["kernel"] == "vecadd_float4"
+    assert rows[0]["dram_read_bytes"] == 2_147_745_792 and rows[0]["occupancy_limiter"] == "registers+warps"
+    assert rows[0]["top_stalls"].startswith("long_scoreboard=14.3")
+
+
+def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
+    """The whole path on CPU: ncu (scripted: the real one needs a GPU) runs the child, which replays
+    the chapter and reports the predicted bytes; the report is read back with --import."""
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in (
+        "%load_ext labmagic\nimport torch, labmagic.benchmark",
+        "race = labmagic.benchmark.Race(chapter='96_neg', variants={'torch': torch.neg}, ref='torch',\n"
+        "    make_inputs=lambda n: (torch.ones(n),), shapes=[(16,), (64,)], nbytes=lambda n: 8 * n)",
+        "%bench race")]
+    nb = tmp_path / "96_neg.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    raw = tmp_path / "raw.csv"
+    raw.write_text(RAW)
+    args_file = tmp_path / "args.txt"
+    fake = tmp_path / "ncu"
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = "--import" ]; then cat {raw}; exit 0; fi
+echo "$@" > {args_file}
+while [ "$1" != "-o" ]; do shift; done
+shift; out="$1"; shift
+"$@"
+touch "$out.ncu-rep"
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    result = profile.profile_variant(str(nb), "torch", slug="test-gpu", iters=2)
+    assert "--profile-from-start off" in args_file.read_text()
+    assert result.report == tmp_path / "results" / "test-gpu" / "profiles" / "96_neg" / "torch.ncu-rep"
+    assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
+    assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
+    assert (result.report.parent / "torch.csv").read_text().startswith("kernel,grid,block,duration_s")

@@ -1,0 +1,124 @@
+"""The Results page and the README headline table are generated from results/*/bench/*.csv, with provenance and
+stale marks; ``labmagic results --stale`` lists the same stale rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sitebuild import ROOT, build_site, page_text, run_command, scratch_checkout
+
+from labmagic.cli import results as results_cli
+from labmagic.display import results_page as results_pages
+from labmagic.store import catalog, staleness
+from labmagic.store.bench_csv import bench_csv_path, write_rows
+
+H200 = dict(gpu="NVIDIA H200", driver="580.95.05", cuda="13.0", torch="2.13.0", triton="3.9.0", jax="0.10.2",
+            git_commit="0123456789ab", timestamp="2026-11-28T10:00:00+00:00")
+A100 = dict(H200, gpu="NVIDIA A100-SXM4-80GB", driver="570.86.15", timestamp="2026-11-20T10:00:00+00:00")
+
+
+def _rows(gpu, bandwidth, naive_hash):
+    rows = []
+    for n in (2**20, 2**28):
+        for variant, backend, efficiency in (("torch", "torch", 0.90), ("cuda_naive", "cuda", 0.85),
+                                             ("cuda_float4", "cuda", 0.93)):
+            ms = 12 * n / (bandwidth * efficiency) * 1e3
+            rows.append(dict(chapter="01_vector_add", variant=variant, backend=backend, shape=str(n), dtype="float32",
+                             status="ok", ms_median=ms, ms_min=ms * 0.98, ms_max=ms * 1.04, gbps=12 * n / ms / 1e6,
+                             tflops=n / ms / 1e9, sol_pct=100 * efficiency, vs_ref=0.90 / efficiency,
+                             source_hash=naive_hash if variant == "cuda_naive" else "f00d", **gpu))
+    rows.append(dict(rows[-1], variant="pallas", backend="pallas", status="oom", ms_median="", gbps="", sol_pct=""))
+    return rows
+
+
+@pytest.fixture
+def results_repo(tmp_path, monkeypatch):
+    """A checkout with chapter 01 and results from two GPUs; the A100 measured an older cuda_naive."""
+    root = scratch_checkout(tmp_path / "repo")
+    monkeypatch.setenv("LABMAGIC_ROOT", str(root))
+    write_rows(bench_csv_path("01_vector_add", "nvidia-h200"), _rows(H200, 4.8e12, "beef"))
+    write_rows(bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb"), _rows(A100, 2.0e12, "dead"))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([1, 2, 3], [1, 4, 9])
+    fig.savefig(bench_csv_path("01_vector_add", "nvidia-h200").with_suffix(".png"))
+    plt.close(fig)
+    return root
+
+
+def test_stale_rows_are_the_variants_whose_source_moved_on(results_repo, capsys):
+    df = catalog.load(results_repo)
+    reasons = staleness.stale_reasons(df, results_repo)
+    stale = df[reasons != ""]
+    assert set(zip(stale["gpu_slug"], stale["variant"], strict=True)) == {("nvidia-a100-sxm4-80gb", "cuda_naive")}
+    assert run_command(results_cli, ["--stale"]) == 1
+    out = capsys.readouterr().out
+    assert "nvidia-a100-sxm4-80gb  01_vector_add  cuda_naive  1048576" in out and "2 stale row(s) of 14" in out
+
+
+def test_a_changed_chapter_makes_its_results_stale(results_repo, capsys):
+    manifest = results_repo / "results" / "nvidia-h200" / "notebooks" / "01_vector_add.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"status": "passed", "input_hash": "not-the-current-one",
+                                    "started": "2026-11-28T09:00:00+00:00"}))
+    reasons = staleness.stale_reasons(catalog.load(results_repo), results_repo)
+    assert (reasons.str.startswith("chapter changed since the sweep of 2026-11-28")).sum() == 7  # every H200 row
+
+
+def test_results_page_has_a_table_per_gpu_with_provenance(results_repo, tmp_path):
+    site = build_site(results_repo, tmp_path / "out")
+    page = (site / "book" / "results.html").read_text(encoding="utf-8")
+    text = page_text(site / "book" / "results.html")
+    for slug in ("nvidia-h200", "nvidia-a100-sxm4-80gb"):
+        start = page.index(f"lab-gpu-{slug}")
+        assert "<table" in page[start:start + 20000]
+    assert "driver 580.95.05" in text and "driver 570.86.15" in text and "commit 0123456789" in text
+    assert "2 of 7 rows are stale" in text  # the A100's cuda_naive, on the page
+    assert "OOM" in text and "93.0%" in text
+    assert "Across GPUs" in text
+    images = list((site / "_images").glob("01_vector_add*.png"))
+    assert images and images[0].stat().st_size > 0
+
+
+def test_readme_headline_is_generated_from_the_data(results_repo):
+    table = results_pages.headline_markdown(results_repo)
+    lines = [line for line in table.splitlines() if "01_vector_add" in line]
+    assert len(lines) == 2  # one per GPU
+    h200 = next(line for line in lines if "nvidia-h200" in line)
+    assert "| cuda_float4 |" in h200 and "93.0%" in h200 and "268435456" in h200
+    readme = results_repo / "README.md"
+    readme.write_text(f"# t\n\n{results_pages.HEADLINE_BEGIN}\nold\n{results_pages.HEADLINE_END}\n")
+    assert run_command(results_cli, ["--check-readme"]) == 1
+    assert run_command(results_cli, ["--readme"]) == 0
+    assert table in readme.read_text() and "old" not in readme.read_text()
+    assert run_command(results_cli, ["--check-readme"]) == 0
+
+
+def test_the_repository_readme_matches_its_results(monkeypatch):
+    monkeypatch.setenv("LABMAGIC_ROOT", str(ROOT))
+    assert run_command(results_cli, ["--check-readme"]) == 0, "run `labmagic results --readme`"
+
+
+def test_no_results_yet_still_builds_a_results_page(tmp_path):
+    root = scratch_checkout(tmp_path / "repo")
+    assert "No results yet" in results_pages.render(root)
+
+
+def test_headline_takes_each_dtype_and_the_squarest_of_the_largest_shapes():
+    import pandas as pd
+
+    rows = []
+    for dtype, scale in (("float32", 1.0), ("bfloat16", 0.5)):
+        for shape, ms in (("8192x2048", 1.0), ("4096x4096", 2.0), ("2048x8192", 3.0), ("16x16", 0.001)):
+            for variant, factor in (("torch", 1.5), ("ours", 1.0)):
+                rows.append({"chapter": "c", "gpu_slug": "g", "dtype": dtype, "shape": shape, "variant": variant,
+                             "status": "ok", "ms_median": ms * scale * factor, "gbps": 1.0, "tflops": 1.0,
+                             "sol_pct": 50.0, "vs_ref": 1.5 / factor})
+    got = results_pages.headline_rows(pd.DataFrame(rows))
+    assert [(r[2], r[3], r[4]) for r in got] == [("bfloat16", "4096x4096", "ours"), ("float32", "4096x4096", "ours")]
+    assert got[1][5] == results_pages._num(2.0, 4)  # the float32 median at 4096x4096

@@ -1,0 +1,260 @@
+"""Chapters execute with papermill on a CPU; ``labmagic sweep`` runs, resumes and reports; the book builds.
+
+These drive the real things: papermill and a real kernel, the sweep's own command-line entry, and jupyter-book
+building the repository's book with warnings as errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sitebuild import (
+    BOOK,
+    CHAPTERS,
+    ROOT,
+    build_site,
+    contains,
+    page_text,
+    run_command,
+    scratch_checkout,
+    signature_lines,
+    title_of,
+    write_chapter,
+)
+
+from labmagic import paths
+from labmagic.cli import sweep as sweep_cmd
+from labmagic.errors import LabError
+from labmagic.store import manifest
+from labmagic.store.fingerprint import chapter_hash
+
+pytestmark = pytest.mark.slow
+
+CHAPTER_01 = BOOK / "01_vector_add.ipynb"
+
+
+def _outputs_text(notebook) -> str:
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    parts = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            text = out.get("text") or out.get("data", {}).get("text/plain") or ""
+            parts.append("".join(text) if isinstance(text, list) else text)
+            if out.get("output_type") == "error":
+                parts.append(f"{out['ename']}: {out['evalue']}")
+    return "\n".join(parts)
+
+
+def _errors(notebook) -> list[str]:
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return [f"{o['ename']}: {o['evalue']}" for c in nb["cells"] for o in c.get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+# ---------------------------------------------------------------------------------------------------- chapter 01
+
+
+def test_chapter_01_executes_on_cpu_with_papermill(tmp_path, monkeypatch):
+    """Chapter 01, top to bottom, in CPU mode, at the quick size: no cell raises, every code cell ran."""
+    import papermill
+
+    assert CHAPTER_01.exists(), "chapter 01 (book/01_vector_add.ipynb) is missing"
+    monkeypatch.setenv("LABMAGIC_FORCE_CPU", "1")
+    monkeypatch.setenv("LABMAGIC_ROOT", str(scratch_checkout(tmp_path / "repo", with_chapters=False)))
+    out = tmp_path / "01_vector_add.ipynb"
+    papermill.execute_notebook(str(CHAPTER_01), str(out), parameters={"size": "quick"}, cwd=str(BOOK),
+                               kernel_name="python3", progress_bar=False)
+    nb = json.loads(out.read_text(encoding="utf-8"))
+    assert not _errors(out)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(c.get("execution_count") for c in code), "a code cell did not run"
+    assert nb["metadata"]["papermill"]["parameters"] == {"size": "quick"}
+    tags = [c.get("metadata", {}).get("tags", []) for c in nb["cells"]]
+    assert any("parameters" in t for t in tags), "chapter 01 has no cell tagged 'parameters'"
+    assert any("injected-parameters" in t for t in tags)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_every_chapter_has_a_size_parameter(chapter):
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    params = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1, f"{chapter.name}: exactly one cell must be tagged 'parameters'"
+    assert "size" in "".join(params[0]["source"]) and '"full"' in "".join(params[0]["source"])
+
+
+# ---------------------------------------------------------------------------------------------------- the sweep
+
+
+@pytest.fixture
+def tiny_repo(tmp_path, monkeypatch):
+    """A scratch checkout with three tiny chapters: two that pass and one that fails on purpose."""
+    root = scratch_checkout(tmp_path / "repo", with_chapters=False)
+    book = root / "book"
+    write_chapter(book / "01_alpha.ipynb", 'print(f"alpha size={size}")', title="Alpha")
+    write_chapter(book / "02_beta.ipynb", 'print("beta starts")', 'raise ValueError("beta is broken on purpose")',
+                  title="Beta")
+    write_chapter(book / "03_gamma.ipynb", "print('gamma', sum(range(10)))", title="Gamma")
+    monkeypatch.setenv("LABMAGIC_ROOT", str(root))
+    monkeypatch.setenv("LABMAGIC_FORCE_CPU", "1")
+    monkeypatch.delenv("LABMAGIC_BOOK_GPU", raising=False)
+    return root
+
+
+def _manifest(root, chapter):
+    return json.loads((root / "results" / "cpu" / "notebooks" / f"{chapter}.json").read_text())
+
+
+def test_sweep_reports_failures_and_keeps_going(tiny_repo, capsys):
+    assert run_command(sweep_cmd, ["--quick"]) == 1  # one chapter failed
+    report = capsys.readouterr().out
+    assert "sweep: 2 passed, 1 failed, 0 skipped" in report
+    notebooks = tiny_repo / "results" / "cpu" / "notebooks"
+    assert "alpha size=quick" in _outputs_text(notebooks / "01_alpha.ipynb")  # the parameter reached the chapter
+    assert "gamma 45" in _outputs_text(notebooks / "03_gamma.ipynb")  # ran after the failing chapter
+    beta = notebooks / "02_beta.ipynb"  # the error notebook is kept, with the error in it
+    assert _errors(beta) == ["ValueError: beta is broken on purpose"]
+    assert "ValueError: beta is broken on purpose" in report and str(beta) in report
+    assert _manifest(tiny_repo, "01_alpha")["status"] == "passed"
+    assert _manifest(tiny_repo, "02_beta")["status"] == "failed"
+    assert _manifest(tiny_repo, "01_alpha")["input_hash"] == chapter_hash(tiny_repo / "book" / "01_alpha.ipynb")
+
+
+def test_sweep_resumes_and_force_reruns(tiny_repo, capsys):
+    book = tiny_repo / "book"
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
+    first = _manifest(tiny_repo, "01_alpha")["started"], _manifest(tiny_repo, "03_gamma")["started"]
+    capsys.readouterr()
+
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0  # nothing changed: both skipped
+    assert "0 passed, 0 failed, 2 skipped" in capsys.readouterr().out
+
+    write_chapter(book / "03_gamma.ipynb", "print('gamma', sum(range(11)))", title="Gamma")  # edit one chapter
+    assert run_command(sweep_cmd, ["--quick", "01"]) == 0
+    assert "1 stale" in capsys.readouterr().out and "03_gamma" in manifest.stale_chapters("cpu")
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
+    assert "1 passed, 0 failed, 1 skipped" in capsys.readouterr().out
+    assert "gamma 55" in _outputs_text(tiny_repo / "results" / "cpu" / "notebooks" / "03_gamma.ipynb")
+
+    assert run_command(sweep_cmd, ["01"]) == 0  # another size preset is not up to date
+    assert "1 passed" in capsys.readouterr().out
+    assert "alpha size=quick" not in _outputs_text(tiny_repo / "results" / "cpu" / "notebooks" / "01_alpha.ipynb")
+
+    assert run_command(sweep_cmd, ["--force", "01"]) == 0
+    assert "1 passed, 0 failed, 0 skipped" in capsys.readouterr().out
+    assert _manifest(tiny_repo, "01_alpha")["started"] >= first[0]
+
+
+def test_a_failed_rerun_remembers_the_run_the_results_came_from(tiny_repo, capsys):
+    assert run_command(sweep_cmd, ["--quick", "03"]) == 0
+    passed = _manifest(tiny_repo, "03_gamma")
+    write_chapter(tiny_repo / "book" / "03_gamma.ipynb", 'raise ValueError("gamma broke")', title="Gamma")
+    assert run_command(sweep_cmd, ["--quick", "03"]) == 1
+    failed = _manifest(tiny_repo, "03_gamma")
+    assert failed["status"] == "failed"
+    assert failed["last_passed"] == {k: passed[k] for k in ("input_hash", "size", "started")}
+    assert manifest.passed_run(failed) == failed["last_passed"] and manifest.passed_run(passed) == passed
+    assert manifest.stale_chapters("cpu") == ["03_gamma"]  # the stored results predate the edit
+    assert manifest.passed_run(None) is None
+
+
+def test_parallel_workers_give_the_same_notebooks_as_a_serial_run(tiny_repo, tmp_path, capsys):
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
+    notebooks = tiny_repo / "results" / "cpu" / "notebooks"
+    serial = {n: _outputs_text(notebooks / f"{n}.ipynb") for n in ("01_alpha", "03_gamma")}
+    assert run_command(sweep_cmd, ["--quick", "--force", "--gpus", "0,0", "01", "03"]) == 0  # two workers
+    assert "2 passed" in capsys.readouterr().out
+    parallel = {n: _outputs_text(notebooks / f"{n}.ipynb") for n in ("01_alpha", "03_gamma")}
+    assert parallel == serial
+    assert _manifest(tiny_repo, "01_alpha")["cuda_visible_devices"] == "0"
+
+
+def test_reference_writes_outputs_back_only_on_the_books_gpu(tiny_repo, monkeypatch):
+    with pytest.raises(LabError, match="nvidia-h200"):
+        run_command(sweep_cmd, ["--reference", "01"])
+    monkeypatch.setenv("LABMAGIC_BOOK_GPU", "cpu")
+    with pytest.raises(LabError, match="--quick"):
+        run_command(sweep_cmd, ["--reference", "--quick", "01"])
+    chapter = tiny_repo / "book" / "01_alpha.ipynb"
+    before = chapter_hash(chapter)
+    assert run_command(sweep_cmd, ["--reference", "01"]) == 0
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    assert "alpha size=full" in _outputs_text(chapter)  # outputs stored in the book's notebook
+    assert "papermill" not in nb["metadata"]
+    assert not any("injected-parameters" in c.get("metadata", {}).get("tags", []) for c in nb["cells"])
+    assert chapter_hash(chapter) == before  # outputs do not change what the chapter's results depend on
+
+
+def test_sweep_names_unknown_chapters(tiny_repo):
+    with pytest.raises(LabError, match="01_alpha, 02_beta, 03_gamma"):
+        paths.select_chapters(["07"])
+    assert [p.stem for p in paths.select_chapters(["gamma", "01"])] == ["03_gamma", "01_alpha"]
+
+
+# ---------------------------------------------------------------------------------------------------- the book
+
+
+@pytest.fixture(scope="module")
+def book_site(tmp_path_factory):
+    return build_site(ROOT, tmp_path_factory.mktemp("book"))
+
+
+def test_book_builds_with_chapter_01_page(book_site):
+    page = book_site / "book" / "01_vector_add.html"
+    assert page.exists(), "the built site has no page for chapter 01"
+    text = page_text(page)
+    assert contains(text, title_of(CHAPTER_01))
+    for line in signature_lines(CHAPTER_01):
+        assert contains(text, line), f"chapter 01's page lacks its code: {line!r}"
+    assert (book_site / "book" / "results.html").exists()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_every_chapter_has_a_page_with_its_code(book_site, chapter):
+    text = page_text(book_site / "book" / f"{chapter.stem}.html")
+    assert contains(text, title_of(chapter))
+    missing = [line for line in signature_lines(chapter) if not contains(text, line)]
+    assert not missing
+
+
+def test_book_build_fails_on_a_warning(tmp_path):
+    """Warnings are errors: a chapter with a broken cross-reference must fail the build, not publish."""
+    root = scratch_checkout(tmp_path / "repo", with_chapters=False)
+    notebook = write_chapter(root / "book" / "01_alpha.ipynb", "1 + 1")
+    nb = json.loads(notebook.read_text())
+    nb["cells"][0]["source"] += "\n\nSee {doc}`no_such_page`."
+    notebook.write_text(json.dumps(nb))
+    from labmagic.cli import book as site
+
+    with pytest.raises(LabError, match="warnings count as errors"):
+        site.build(root, tmp_path / "out", quiet=True)
+
+
+def test_site_command_builds_without_executing(tmp_path):
+    """A chapter whose code would fail is not run by the build: the page shows the stored source and no output."""
+    root = scratch_checkout(tmp_path / "repo", with_chapters=False)
+    write_chapter(root / "book" / "01_alpha.ipynb", 'raise SystemExit("executed at build time")')
+    from labmagic.cli import book as site
+
+    html_dir = site.build(root, tmp_path / "out", quiet=True)
+    page = (html_dir / "book" / "01_alpha.html").read_text(encoding="utf-8")
+    assert contains(page_text(html_dir / "book" / "01_alpha.html"), 'raise SystemExit("executed at build time")')
+    assert 'class="cell_output' not in page  # no output area: nothing ran
+
+
+def test_book_builds_with_no_network(tmp_path):
+    """The site build reaches for nothing outside this machine: built in a network namespace with no interfaces up."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare(1) to take the network away")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot create a network namespace here (needs root): {probe.stderr.decode().strip()}")
+    code = ("import sys; from labmagic.cli import book as site; "
+            f"site.build({str(ROOT)!r}, {str(tmp_path)!r}, quiet=True); print('built')")
+    proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "built" in proc.stdout, proc.stderr[-2000:]
+    assert (tmp_path / "_build" / "html" / "book" / "01_vector_add.html").exists()
