@@ -10,16 +10,21 @@ build needs no network.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import repo_root
+from ..paths import CHAPTER_GLOB, repo_root
+from ..store.fingerprint import read_notebook
 
 #: The jupyter-book 1.x command line, run with this interpreter (no reliance on PATH).
 _JB = "import sys; from jupyter_book.cli.main import main; sys.exit(main())"
+
+#: Sphinx colours its log even into a pipe; the one-line error drops the escapes.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def build_command(root: Path, output: Path | None = None, *, strict: bool = True, full: bool = False) -> list[str]:
@@ -38,6 +43,13 @@ def html_dir(root: Path | None = None, output: Path | None = None) -> Path:
     return Path(output or root or repo_root()) / "_build" / "html"
 
 
+def check_chapters(root: Path) -> None:
+    """Every chapter notebook in ``<root>/book`` is a notebook: a truncated one would otherwise stop the build with
+    a traceback from deep inside myst-nb."""
+    for notebook in sorted((root / "book").glob(CHAPTER_GLOB)):
+        read_notebook(notebook)
+
+
 def build(root: Path | None = None, output: Path | None = None, *, strict: bool = True, full: bool = True,
           quiet: bool = False) -> Path:
     """Build the book; return the folder holding ``index.html``. Raises LabError with the build's own log tail."""
@@ -48,13 +60,14 @@ def build(root: Path | None = None, output: Path | None = None, *, strict: bool 
         raise LabError('jupyter-book is not installed: python -m pip install -e ".[book]"') from None
     if not (root / "_toc.yml").exists():
         raise LabError(f"{root} has no _toc.yml: run `labmagic book` inside a Kernel Lab checkout")
+    check_chapters(root)
     env = dict(os.environ, LABMAGIC_ROOT=str(root), PYDEVD_DISABLE_FILE_VALIDATION="1")
     proc = subprocess.run(build_command(root, output, strict=strict, full=full), cwd=root, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if not quiet:
         print(proc.stdout, end="")
     if proc.returncode != 0:
-        problems = [line for line in proc.stdout.splitlines() if "WARNING" in line or "ERROR" in line]
+        problems = [_ANSI.sub("", line) for line in proc.stdout.splitlines() if "WARNING" in line or "ERROR" in line]
         detail = "\n".join(problems[-20:]) or proc.stdout[-3000:]
         first = f": {problems[0].strip()}" if problems else ""
         raise LabError(f"jupyter-book build failed (status {proc.returncode}); warnings count as errors{first}",

@@ -9,10 +9,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sphinx.util import logging
+
+from ..display.markdown import text
 from ..display.results_page import render
+from ..errors import LabError
 from ..store.catalog import csv_paths
 
 RESULTS_DOC = "book/results"
+
+logger = logging.getLogger(__name__)
+
+
+def _body(root: Path) -> str:
+    """The page's generated body; for data that cannot be trusted (a malformed CSV, a truncated chapter), an error
+    in the build log, which fails a strict build, and on the page in its place, so no table goes missing unsaid."""
+    try:
+        return render(root, doc_dir=str(Path(RESULTS_DOC).parent))
+    except LabError as exc:
+        logger.error(str(exc), location=RESULTS_DOC)
+        return f"\n```{{error}}\nThe results could not be read: {text(exc)}\n```\n"
 
 
 def _on_source_read(app, docname, source):
@@ -21,7 +37,7 @@ def _on_source_read(app, docname, source):
     root = Path(app.srcdir)
     for csv in csv_paths(root):
         app.env.note_dependency(str(csv))
-    source[0] = source[0].rstrip() + "\n" + render(root, doc_dir=str(Path(RESULTS_DOC).parent))
+    source[0] = source[0].rstrip() + "\n" + _body(root)
 
 
 def _always_outdated(app, env, added, changed, removed):

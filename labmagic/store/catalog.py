@@ -1,34 +1,119 @@
 """Every measurement ``results/`` holds, as one DataFrame: each ``results/<gpu>/bench/<chapter>.csv`` read with the
-schema's types, with the GPU slug and chapter taken from the path (a stray column value does not move a row)."""
+schema's types, with the GPU slug and chapter taken from the path (a stray column value does not move a row).
+
+CSVs arrive from other machines and pull requests, so nothing in one is trusted: a file whose header is not the
+schema's, a line that is not one row of it, a number that is not a number, or a folder or file name that is not a
+device slug or a chapter name is refused with a :class:`~labmagic.errors.LabError` naming the file (and line),
+never skipped: a Results page missing a chapter without a word is a wrong answer.
+"""
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from .schema import NUMERIC, OK
+from ..errors import LabError
+from .schema import COLUMNS, NUMERIC, OK
+
+#: A GPU's folder under ``results/`` (what :func:`labmagic.runtime.device_slug` makes): the page uses it in anchors,
+#: CSS classes and paths, so nothing else is accepted.
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: A bench CSV's stem: the chapter that wrote it (``01_vector_add``; a script's race may be ``timer_agreement``).
+#: The page heads and links with it, so it is held to what the writers allow (see ``labmagic.paths``).
+CHAPTER = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
 def csv_paths(root: Path) -> list[Path]:
     return sorted(Path(root).glob("results/*/bench/*.csv"))
 
 
+def check_names(path: Path) -> tuple[str, str]:
+    """(GPU slug, chapter) of ``results/<slug>/bench/<chapter>.csv``; LabError when either is not one (the names
+    are quoted: a crafted one must not break the error's line either)."""
+    slug, chapter = path.parent.parent.name, path.stem
+    if not SLUG.fullmatch(slug):
+        raise LabError(f"results/ holds a GPU folder {slug!r} that is not a device slug (lower-case letters and "
+                       f"digits, joined by single dashes, as `labmagic sweep` names it)")
+    if not CHAPTER.fullmatch(chapter):
+        raise LabError(f"results/{slug}/bench/ holds {path.name!r}: {chapter!r} is not a chapter name (lower-case "
+                       f"letters, digits and underscores, like 01_vector_add)")
+    return slug, chapter
+
+
+def check_inside_results(path: Path, root: Path) -> None:
+    """LabError unless ``path`` resolves inside ``<root>/results``: a link out of it would put any file of the
+    machine that builds the book (its content, or a line of it in an error) into the published site."""
+    if not Path(path).resolve().is_relative_to((Path(root) / "results").resolve()):
+        raise LabError(f"{Path(path).relative_to(root).as_posix()!r} links out of results/: results are plain files")
+
+
+def _check_header(header: list[str] | None, name: str) -> None:
+    if header == COLUMNS:
+        return
+    if not header:
+        raise LabError(f"{name}: empty: a bench CSV starts with the header labmagic.store.schema.COLUMNS")
+    missing = [c for c in COLUMNS if c not in header]
+    unexpected = [c for c in header if c not in COLUMNS]
+    what = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                       f"unexpected {', '.join(map(repr, unexpected))}" if unexpected else "")
+                     if part) or "its columns in another order"
+    raise LabError(f"{name}: the header is not labmagic.store.schema.COLUMNS ({what})")
+
+
+def _records(handle, name: str) -> tuple[list[list[str]], list[int]]:
+    """The rows below the header, and the line each starts on (a quoted field may span lines)."""
+    reader = csv.reader(handle, strict=True)
+    line = 1
+    records, lines = [], []
+    try:
+        _check_header(next(reader, None), name)
+        line = reader.line_num + 1
+        for record in reader:
+            if record:  # a blank line holds no row
+                if len(record) != len(COLUMNS):
+                    raise LabError(f"{name}, line {line}: {len(record)} fields where the header has {len(COLUMNS)}")
+                records.append(record)
+                lines.append(line)
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise LabError(f"{name}, line {line}: not a CSV row ({exc})") from None
+    except UnicodeDecodeError:
+        raise LabError(f"{name}, line {line}: not UTF-8 text") from None
+    return records, lines
+
+
+def _with_numbers(frame: pd.DataFrame, lines: list[int], name: str) -> pd.DataFrame:
+    """The numeric columns as numbers; LabError at the first cell that is neither empty nor a number."""
+    for col in NUMERIC:
+        numbers = pd.to_numeric(frame[col], errors="coerce")
+        bad = numbers.isna() & ~frame[col].str.lower().isin(["", "nan"])
+        if bad.any():
+            first = int(bad.to_numpy().argmax())
+            raise LabError(f"{name}, line {lines[first]}: {col} is {frame[col].iloc[first]!r}, not a number")
+        frame[col] = numbers
+    return frame
+
+
+def read_bench_csv(path: Path, root: Path) -> pd.DataFrame:
+    """One bench CSV with ``gpu_slug``, ``chapter`` and ``csv`` (its path under ``root``); LabError for anything
+    that is not the schema's CSV, naming the file and the line."""
+    slug, chapter = check_names(path)
+    check_inside_results(path, root)
+    name = path.relative_to(root).as_posix()
+    with open(path, newline="", encoding="utf-8") as handle:
+        records, lines = _records(handle, name)
+    frame = pd.DataFrame(records, columns=COLUMNS, dtype=str)  # text first: versions like 0.10 stay text
+    frame = _with_numbers(frame, lines, name)
+    return frame.assign(gpu_slug=slug, chapter=chapter, csv=name)
+
+
 def load(root: Path) -> pd.DataFrame:
     """Every row of every ``results/*/bench/*.csv``, with ``gpu_slug``, ``chapter`` and ``csv`` (its path)."""
-    frames = []
-    for path in csv_paths(root):
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)  # versions like 0.10 stay text
-        except (pd.errors.EmptyDataError, pd.errors.ParserError):
-            continue
-        for col in NUMERIC:
-            if col in frame.columns:
-                frame[col] = pd.to_numeric(frame[col], errors="coerce")
-        frame["gpu_slug"] = path.parent.parent.name
-        frame["chapter"] = path.stem
-        frame["csv"] = path.relative_to(root).as_posix()
-        frames.append(frame)
+    root = Path(root)
+    frames = [read_bench_csv(path, root) for path in csv_paths(root)]
     if not frames:
         return pd.DataFrame(columns=["gpu_slug", "chapter", "variant", "shape", "status", "csv"])
     return pd.concat(frames, ignore_index=True)

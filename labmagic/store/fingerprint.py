@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+from ..errors import LabError
+
 #: Files a chapter may load kernels from, when the notebook names them in a string literal or they sit in
 #: ``book/<chapter>/``.
 KERNEL_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".py")
@@ -20,9 +22,24 @@ _SUFFIX_PATTERN = "|".join(re.escape(s) for s in KERNEL_SUFFIXES)
 _QUOTED_PATH = re.compile(r"""["']([^"'\n]+?(?:""" + _SUFFIX_PATTERN + r"""))["']""")
 
 
+def read_notebook(path: Path) -> dict:
+    """A notebook's JSON; a one-line LabError naming the file when it is not one (truncated, say)."""
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{path}: not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); "
+                       f"truncated? restore it with git") from None
+    except UnicodeDecodeError:
+        raise LabError(f"{path}: not a notebook: not UTF-8 text") from None
+    cells = nb.get("cells", []) if isinstance(nb, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise LabError(f"{path}: not a notebook: no list of cells")
+    return nb
+
+
 def notebook_cells(path: Path) -> list[tuple[str, str]]:
     """(cell type, source) of every cell, outputs and metadata left out."""
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    nb = read_notebook(path)
     cells = []
     for cell in nb.get("cells", []):
         source = cell.get("source", "")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import LabError
 from .fingerprint import chapter_hash
 from .manifest import passed_run
 
@@ -31,6 +32,22 @@ def _newest_hashes(df: pd.DataFrame) -> dict[str, dict[str, str]]:
     return newest
 
 
+def _sweep_run(root: Path, slug: str, chapter: str) -> dict | None:
+    """The sweep run the stored results came from, or None when no sweep recorded one; LabError naming the record
+    when it is there but is not a JSON object (a broken record must not quietly make every row look fresh)."""
+    path = Path(root) / "results" / slug / "notebooks" / f"{chapter}.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LabError(f"{path}: not a sweep record ({exc})") from None
+    if not isinstance(record, dict):
+        raise LabError(f"{path}: not a sweep record (a JSON object)")
+    ran = passed_run(record)
+    return ran if isinstance(ran, dict) else None
+
+
 def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
     """Why each row is stale ('' when it is not)."""
     reasons = pd.Series("", index=df.index, dtype=object)
@@ -43,11 +60,7 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
         if not notebook.exists():
             reasons[rows.index] = f"chapter {chapter} no longer exists"
             continue
-        manifest = Path(root) / "results" / slug / "notebooks" / f"{chapter}.json"
-        try:
-            ran = passed_run(json.loads(manifest.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            ran = None
+        ran = _sweep_run(root, slug, chapter)
         if chapter not in hashes:
             hashes[chapter] = chapter_hash(notebook)
         if ran and ran.get("input_hash") != hashes[chapter]:
