@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,30 @@ from .runtime import device_slug
 
 #: A chapter notebook in ``book/``: two digits, an underscore, a name.
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
+
+#: A race's chapter names files in ``results/`` (``bench/<chapter>.csv``), so it must be one plain file name. The
+#: book's are ``NN_name``; tests and scripts race ``test_race`` or ``timer_agreement``, so the digits are optional.
+CHAPTER_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+
+#: A variant names a profile report (``profiles/<chapter>/<variant>``) and is the key in code, CSV and the book.
+VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_chapter_name(name) -> str:
+    """``name`` if it is a chapter name (``01_vector_add``), else a :class:`LabError`: it becomes part of a path
+    under ``results/``, and ``../`` or ``/`` in it would write outside."""
+    if not isinstance(name, str) or not CHAPTER_NAME.fullmatch(name):
+        raise LabError(f"chapter {name!r} is not a chapter name: use lower-case letters, digits and underscores, "
+                       "like 01_vector_add (it names files under results/)")
+    return name
+
+
+def check_variant_name(name) -> str:
+    """``name`` if it is identifier-like (``cuda_float4``), else a :class:`LabError` (it becomes a file name)."""
+    if not isinstance(name, str) or not VARIANT_NAME.fullmatch(name):
+        raise LabError(f"variant {name!r} is not a variant name: use letters, digits and underscores, not starting "
+                       "with a digit, like cuda_float4 (it names files under results/)")
+    return name
 
 
 def repo_root() -> Path:

@@ -9,7 +9,8 @@ unforgiving:
 - an all-zero output never passes: zeros are what an unlaunched kernel or a zero-filled buffer leaves;
 - an *unwritten* output never passes: before a variant runs, :func:`poison_allocator` fills the
   allocator's free blocks with all-ones bytes (NaN in every float format) so that an element the
-  kernel forgot to write reads as NaN instead of as a stale, possibly correct, earlier result.
+  kernel forgot to write reads as NaN instead of as a stale, possibly correct, earlier result;
+- an output on the host when the reference's is on the GPU never passes (:func:`placement_problem`).
 
 Outputs may be torch tensors, CuPy arrays or JAX arrays; they are converted to torch through DLPack,
 which shares memory instead of copying.
@@ -66,6 +67,22 @@ def to_torch(x):
     return torch.from_numpy(np.asarray(x))
 
 
+def placement_problem(out_device, ref_device) -> str:
+    """Why an output on ``out_device`` does not count against a reference on ``ref_device`` ('' when it does).
+
+    A variant that hands back a host tensor on a GPU run computed on the CPU, or copied its result to the
+    host inside the timed call: either way it is not the GPU kernel its row would time. Moving it to the
+    reference's device before comparing would hide exactly that, so it is a mismatch with this reason.
+    """
+    import torch
+
+    out_device, ref_device = torch.device(out_device), torch.device(ref_device)
+    if out_device.type == "cpu" and ref_device.type != "cpu":
+        return (f"output is on the host ({out_device}) but the reference's is on {ref_device}: "
+                "the variant must return its result on the device")
+    return ""
+
+
 def compare(out, ref, rtol: float, atol: float) -> CheckResult:
     """Check ``out`` against ``ref`` under the module's rules; never raises for a wrong output."""
     import torch
@@ -77,6 +94,9 @@ def compare(out, ref, rtol: float, atol: float) -> CheckResult:
     ref = to_torch(ref)
     if tuple(out.shape) != tuple(ref.shape):
         return CheckResult(False, reason=f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    misplaced = placement_problem(out.device, ref.device)
+    if misplaced:
+        return CheckResult(False, reason=misplaced)
     if out.device != ref.device:
         out = out.to(ref.device)
     if out.numel() == 0:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LabError
+from ..paths import check_chapter_name, check_variant_name
 from ..store import bench_csv
 from ..store.schema import Row, row_from_cells, shape_str, shape_tuple
 from . import roofline
@@ -45,7 +46,10 @@ class Race:
     backends: Mapping[str, str] | None = None
 
     def __post_init__(self):
+        check_chapter_name(self.chapter)
         self.variants = dict(self.variants)
+        for name in self.variants:
+            check_variant_name(name)
         if self.ref not in self.variants:
             raise LabError(f"race {self.chapter!r}: ref {self.ref!r} is not one of the variants "
                            f"({', '.join(self.variants)})")
@@ -118,6 +122,8 @@ class BenchResult:
 
         if not self.measured:
             raise LabError("nothing was measured (no GPU): predictions are not written to results/")
+        if not self.rows:
+            raise LabError(f"race {self.chapter!r}: no rows to save (no shapes were timed); nothing was written")
         self.csv_path = bench_csv.write_rows(csv_path or bench_csv.bench_csv_path(self.chapter), self.csv_rows())
         if png_path is not False:
             # The saved plots show every row of the CSV, not only the ones this run re-measured.

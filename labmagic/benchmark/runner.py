@@ -69,8 +69,8 @@ def _out_nbytes(out) -> int:
         return 0
 
 
-def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float:
-    """Check one variant on the race's check shapes; return its worst relative error.
+def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float | None:
+    """Check one variant on the race's check shapes; return its worst relative error (None: no shape to check).
 
     Raises :class:`_Failed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
     The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
@@ -79,9 +79,9 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
     """
     rtol, atol = checks.tolerances(race.dtype, race.rtol, race.atol)
     fn, ref = race.variants[name], race.variants[race.ref]
-    worst = 0.0
+    worst = None
     for shape in race.check_shapes if shapes is None else shapes:
-        inputs = race.make_inputs(*shape)
+        inputs = _check_inputs(race, shape)
         try:
             expected = ref(*inputs)
         except Exception as exc:  # noqa: BLE001
@@ -97,8 +97,16 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
         result = checks.compare(out, expected, rtol, atol)
         if not result:
             raise _Failed(MISMATCH, f"at {shape_str(shape)}: {result.reason}")
-        worst = max(worst, result.max_rel_err)
+        worst = max(worst or 0.0, result.max_rel_err)
     return worst
+
+
+def _check_inputs(race: Race, shape: tuple[int, ...]) -> tuple:
+    """The race's inputs at a check shape; a ``make_inputs`` that raises is this variant's error row, not a crash."""
+    try:
+        return race.make_inputs(*shape)
+    except Exception as exc:  # noqa: BLE001
+        raise _Failed(ERROR, f"making inputs at {shape_str(shape)}: {_describe(exc)}") from exc
 
 
 def recheck(race: Race, output, inputs: tuple) -> checks.CheckResult:
@@ -207,6 +215,9 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     are never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows.
     """
     shapes = _shapes_in_order(race, shapes)
+    if not shapes:  # no rows would come of it, and a save would write a CSV holding only its header
+        raise LabError(f"race {race.chapter!r} has no shapes to time: give Race(shapes=[...]), "
+                       "bench(race, shapes=[...]) or %bench --shapes")
     names = _variants_to_run(race, variants)
     gpu = has_gpu()
     measured = timer is not None or gpu
@@ -214,6 +225,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
         timer = _default_timer(rep_ms, warmup_ms)
     spec, ceilings, notes = _roofs(target, gpu)
     verdicts = _check_all(race, names, check)
+    notes += _unchecked(race, check)
     rows: list[Row] = []
     oom_at: dict[str, str] = {}
     for shape in shapes:
@@ -274,10 +286,23 @@ def _check_all(race: Race, names: list[str], check: bool) -> dict[str, tuple[str
     return verdicts
 
 
+def _unchecked(race: Race, check: bool) -> list[str]:
+    """A warning when the correctness pass had nothing to run on: passing it then proves nothing."""
+    if check and not race.check_shapes:
+        return [f"race {race.chapter!r} has no check_shapes: nothing was checked before timing "
+                "(a wrong variant is caught only by the re-check of timed outputs, and not at all in a prediction)"]
+    return []
+
+
 def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, spec, ceilings, oom_at,
                 notes) -> list[Row]:
     """2. and 3. One shape: a row per variant, timed where it can be, then judged against both roofs."""
-    flops, nbytes = race.work(shape)
+    try:
+        flops, nbytes = race.work(shape)
+        work_error = ""
+    except Exception as exc:  # noqa: BLE001 - the race's own formula failing is this shape's rows, not a crash
+        flops = nbytes = None
+        work_error = f"flops/nbytes at {shape_str(shape)}: {_describe(exc)}"
     s_roof = roofline.spec_roof(spec, race.dtype, race.sol, flops=flops, nbytes=nbytes)
     m_roof = roofline.measured_roof(ceilings, race.dtype)
     shape_rows = {}
@@ -286,7 +311,9 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
         status, error, rel = verdicts[name]
         row = Row(race.chapter, name, backend, shape_str(shape), str(race.dtype), status,
                   flops=flops, nbytes=nbytes, max_rel_err=rel, error=error)
-        if status == OK and race.over_limit(name, shape):
+        if status == OK and work_error:
+            row.status, row.error = ERROR, work_error
+        elif status == OK and race.over_limit(name, shape):
             row.status, row.error = SKIPPED, f"above limit {race.limits[name]}"
         elif status == OK and name in oom_at:
             row.status, row.error = SKIPPED, f"ran out of memory at {oom_at[name]}"

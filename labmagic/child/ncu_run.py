@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import chapter_path, repo_root, results_dir
+from ..paths import chapter_path, check_chapter_name, check_variant_name, repo_root, results_dir
 from ..runtime import require_gpu
 from ..tools import find_nsight_tool
 from .ncu_report import KernelProfile, diagnose, parse_raw_csv, summary_rows
@@ -81,8 +81,9 @@ class ProfileResult:
 
 
 def report_path(chapter: str, variant: str, slug: str | None = None) -> Path:
-    """``results/<gpu>/profiles/<chapter>/<variant>`` (ncu adds ``.ncu-rep``)."""
-    return results_dir(slug) / "profiles" / chapter / variant
+    """``results/<gpu>/profiles/<chapter>/<variant>`` (ncu adds ``.ncu-rep``); both names are checked, since a
+    ``..`` in either would put the report outside ``results/``."""
+    return results_dir(slug) / "profiles" / check_chapter_name(chapter) / check_variant_name(variant)
 
 
 def ncu_command(ncu: str, out: Path, child: list[str], section_set: str = "full",

@@ -6,7 +6,9 @@ The parent side lives here; the child side is :mod:`labmagic.child.worker`.
 
 from __future__ import annotations
 
+import argparse
 import json
+import keyword
 import os
 import subprocess
 import sys
@@ -18,6 +20,40 @@ from ..errors import LabError
 MARKER = "LABMAGIC-CHILD "
 
 
+def check_param_name(name) -> str:
+    """``name`` if it can be a papermill parameter, else a :class:`LabError`.
+
+    The child replays parameters as source (``NAME = value``), so a NAME such as ``globals()[...]`` would
+    run as code: only a plain Python identifier is a name.
+    """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise LabError(f"{name!r} is not a parameter name: NAME in -p NAME=VALUE must be a Python identifier "
+                       "(e.g. -p size=quick)")
+    return name
+
+
+def split_param(item: str) -> tuple[str, str]:
+    """``-p NAME=VALUE`` -> (NAME, VALUE as typed), NAME checked by :func:`check_param_name`."""
+    name, sep, value = item.partition("=")
+    if not sep:
+        raise LabError(f"-p {item!r}: expected NAME=VALUE")
+    return check_param_name(name), value
+
+
+def param_arg(item: str) -> str:
+    """argparse ``type=`` of ``-p NAME=VALUE``: the item unchanged, or argparse's one-line usage error."""
+    try:
+        split_param(item)
+    except LabError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return item
+
+
+def param_args(params: dict | None) -> list[str]:
+    """``-p NAME=VALUE`` for each parameter, VALUE as typed (the child reads it as a Python literal)."""
+    return [arg for name, value in (params or {}).items() for arg in ("-p", f"{check_param_name(name)}={value}")]
+
+
 def child_command(chapter: str, variant: str, shape: str | None, mode: str, iters: int = 1,
                   params: dict | None = None) -> list[str]:
     """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root)."""
@@ -27,9 +63,7 @@ def child_command(chapter: str, variant: str, shape: str | None, mode: str, iter
            "--mode", mode, "--iters", str(iters)]
     if shape:
         cmd += ["--shape", *str(shape).split()]
-    for name, value in (params or {}).items():  # VALUE as typed; the child reads it as a Python literal
-        cmd += ["-p", f"{name}={value}"]
-    return cmd
+    return cmd + param_args(params)
 
 
 def child_record(output: str) -> dict:
@@ -61,9 +95,7 @@ def log_tail(log: str, lines: int = 30) -> str:
 
 def list_variants(chapter: str, params: dict | None = None) -> dict:
     """The race's variants and shapes, asked of a child (so the CLI never imports the chapter itself)."""
-    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", "list"]
-    for name, value in (params or {}).items():
-        cmd += ["-p", f"{name}={value}"]
+    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", "list", *param_args(params)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
     record = child_record(proc.stdout)
     if not record or record.get("ok") is False:

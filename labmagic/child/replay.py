@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import LabError
 from ..paths import chapter_path
+from .protocol import check_param_name
 
 NO_REPLAY_TAG = "no-replay"
 _BENCH = re.compile(r"^\s*(?:\w+\s*=\s*)?%bench\b(.*)$", re.M)
@@ -73,7 +74,8 @@ def _replay(notebook: dict, parameters: dict[str, Any] | None) -> tuple[list[tup
 
 
 def _assignments(parameters: dict[str, Any]) -> str:
-    return "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+    # The names become source: checked here too, whoever called, so a name can never smuggle in code.
+    return "\n".join(f"{check_param_name(name)} = {value!r}" for name, value in parameters.items())
 
 
 def _with_parameters(cells: list[tuple[str, str]], parameters, injected: bool) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from ..store.schema import shape_str
-from .protocol import MARKER
+from .protocol import MARKER, param_arg, split_param
 
 
 def parse_shape(tokens: list[str]) -> tuple[int, ...]:
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=1, help="calls inside the profiled range (ncu, run)")
     parser.add_argument("--warmup", type=int, default=2, help="calls before the profiled range (ncu, run)")
     parser.add_argument("--race", help="name of the race in the chapter (default: the one %%bench names)")
-    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", type=param_arg,
                         help="override a papermill parameter of the chapter (VALUE is a Python literal or a string)")
     args = parser.parse_args(argv)
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     params = {}
     for item in args.param:
-        name, _, value = item.partition("=")
+        name, value = split_param(item)
         try:
             params[name] = ast.literal_eval(value)
         except (ValueError, SyntaxError):

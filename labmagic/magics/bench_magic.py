@@ -8,6 +8,7 @@ the cell's output (``r = %bench race`` keeps it). Defaults live in the ``Bench``
 
 from __future__ import annotations
 
+import numbers
 import re
 
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -32,17 +33,43 @@ class Bench(Configurable):
                                "e.g. 'h200', 'a100'. Empty: this GPU, or the H200 without one.").tag(config=True)
 
 
+#: What ``--shapes`` accepts, for its error messages.
+SHAPE_FORMS = "a size (4096, 2**20), AxB (4096x4096), a tuple ('(64,128)') or a notebook variable holding one"
+
+
 def parse_shape(token: str, evaluate) -> tuple[int, ...]:
     """``4096x4096`` -> (4096, 4096); anything else is evaluated in the notebook (``2**20``, ``(64, 128)``)."""
+    if len(token) > 1 and token[0] == token[-1] and token[0] in "'\"":
+        token = token[1:-1]  # the magic's line splitter keeps quotes: '(64, 128)' is a tuple, not a string
     if _AXB.match(token):
         return tuple(int(t) for t in token.split("x"))
-    value = evaluate(token)
-    if isinstance(value, int):
-        return (value,)
     try:
-        return tuple(int(v) for v in value)
-    except TypeError as exc:
-        raise LabError(f"--shapes: {token!r} is neither a size nor a shape") from exc
+        value = evaluate(token)
+    except Exception as exc:  # noqa: BLE001 - a typo in a shape is a line to fix, not a traceback
+        raise LabError(f"--shapes: cannot evaluate {token!r} ({type(exc).__name__}: {exc}); "
+                       f"expected {SHAPE_FORMS}") from exc
+    dims = _dims(value)
+    if not dims:
+        raise LabError(f"--shapes: {token!r} is {value!r}, neither a size nor a shape; expected {SHAPE_FORMS}")
+    return dims
+
+
+def _dims(value) -> tuple[int, ...]:
+    """A size or a sequence of sizes as a shape; () for anything else (a float, a string of digits, a negative)."""
+    if _is_size(value):
+        return (int(value),)
+    if isinstance(value, (str, bytes)):
+        return ()
+    try:
+        dims = tuple(value)
+    except TypeError:
+        return ()
+    return tuple(int(d) for d in dims) if dims and all(_is_size(d) for d in dims) else ()
+
+
+def _is_size(value) -> bool:
+    """A positive integer (numpy's too), and not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
 
 
 @magics_class

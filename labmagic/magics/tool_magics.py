@@ -16,7 +16,9 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Int, Unicode
 
+from ..child.protocol import split_param
 from ..errors import LabError
+from ..paths import check_variant_name
 
 
 class ResultList(list):
@@ -30,13 +32,14 @@ class ResultList(list):
 
 
 def _params(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise LabError(f"-p {item!r}: expected NAME=VALUE")
-        out[name] = value
-    return out
+    return dict(split_param(item) for item in items)
+
+
+def _checked(args) -> dict[str, str]:
+    """The line's papermill parameters, once its names are checked: on any machine, before a child is started."""
+    for variant in args.variant:
+        check_variant_name(variant)  # with --chapter nothing else vets it, and it names the report's file
+    return _params(args.param)
 
 
 @magics_class
@@ -101,13 +104,14 @@ class ExplainMagics(Magics):
         from ..child.ncu_run import profile_variant
 
         args = parse_argstring(self.ncu, line)
+        params = _checked(args)
         if self._no_gpu("%ncu"):
             return None
         chapter, variants = self._chapter_and_variants(args)
         results = ResultList(
             profile_variant(chapter, v, args.shape, section_set=args.section_set or self.ncu_set,
                             clock_control=args.clock_control or self.clock_control,
-                            iters=args.iters or self.iters, params=_params(args.param))
+                            iters=args.iters or self.iters, params=params)
             for v in variants)
         return results[0] if len(results) == 1 else results
 
@@ -126,11 +130,12 @@ class ExplainMagics(Magics):
         from ..child.sanitizer_run import sanitize_variant
 
         args = parse_argstring(self.sanitize, line)
+        params = _checked(args)
         if self._no_gpu("%sanitize"):
             return None
         chapter, variants = self._chapter_and_variants(args)
         results = ResultList(
-            sanitize_variant(chapter, v, args.shape, tool=args.tool or self.sanitize_tool, params=_params(args.param))
+            sanitize_variant(chapter, v, args.shape, tool=args.tool or self.sanitize_tool, params=params)
             for v in variants)
         return results[0] if len(results) == 1 else results
 

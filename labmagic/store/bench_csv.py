@@ -20,12 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import atomic_write, results_dir
+from ..paths import atomic_write, check_chapter_name, results_dir
 from .schema import COLUMNS, KEY, format_cell
 
 
 def bench_csv_path(chapter: str, slug: str | None = None) -> Path:
-    return results_dir(slug) / "bench" / f"{chapter}.csv"
+    """``results/<slug>/bench/<chapter>.csv``; the PNGs and the ``.lock`` are named after it, so the name is checked."""
+    return results_dir(slug) / "bench" / f"{check_chapter_name(chapter)}.csv"
 
 
 @contextmanager

@@ -89,6 +89,16 @@ def test_unwritten_output_is_poisoned_on_the_gpu():
     assert result.row("torch_lazy", 2**20).status == "mismatch"
 
 
+def test_an_output_left_on_the_host_is_a_mismatch_not_moved():
+    def torch_on_host(a, b):
+        return (a + b).cpu()  # right values, wrong place: the work (or a copy) happened off the GPU
+
+    result = bench(_race({"torch_on_host": torch_on_host}, [2**10]), save=False, plot=False)
+    row = result.row("torch_on_host", 2**10)
+    assert row.status == "mismatch" and "on the host" in row.error and row.ms_median is None
+    assert result.row("torch", 2**10).status == "ok"
+
+
 def test_saves_csv_and_png_for_this_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
     result = bench(_race({}, [2**16]))

@@ -11,7 +11,7 @@ import pytest
 from labmagic.child import ncu_report as ncu
 from labmagic.child import ncu_run as profile
 from labmagic.child import protocol
-from labmagic.errors import NoGPUError, ToolMissingError
+from labmagic.errors import LabError, NoGPUError, ToolMissingError
 
 # ``ncu --import r.ncu-rep --csv --page raw --print-units base``: header, units, one row per launch.
 # Two launches of the float4 vector add on an H200 at n = 2**28 (values trimmed to the metrics used;
@@ -213,3 +213,9 @@ touch "$out.ncu-rep"
     assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
     assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
     assert (result.report.parent / "torch.csv").read_text().startswith("kernel,grid,block,duration_s")
+
+
+@pytest.mark.parametrize("chapter, variant", [("..", "v"), ("01_vector_add", "../x"), ("/tmp/x", "v")])
+def test_a_report_path_stays_under_results(chapter, variant):
+    with pytest.raises(LabError, match="is not a (chapter|variant) name"):
+        profile.report_path(chapter, variant, "test-gpu")

@@ -1,0 +1,42 @@
+"""``%bench --shapes``: every token is a shape or a one-line LabError naming it, through the real IPython shell."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import labmagic
+from labmagic.benchmark import Race
+
+pytestmark = pytest.mark.skipif(labmagic.has_gpu(), reason="CPU-mode behaviour (a prediction, nothing timed)")
+
+
+@pytest.fixture
+def race_shell(shell, monkeypatch):
+    monkeypatch.setitem(shell.ns, "shapes_race", Race(
+        chapter="test_race", variants={"torch": torch.add}, ref="torch",
+        make_inputs=lambda *s: (torch.randn(*s), torch.randn(*s)), shapes=[16], check_shapes=[(3,)]))
+    return shell
+
+
+def test_shapes_accepts_sizes_products_tuples_and_notebook_variables(race_shell, monkeypatch):
+    monkeypatch.setitem(race_shell.ns, "side", 32)
+    result = race_shell.run("%bench shapes_race --no-plot --shapes 2**6 8x4 '(2, 3)' \"[5]\" side")
+    assert result.shapes == ["5", "2x3", "8x4", "32", "64"]
+
+
+@pytest.mark.parametrize("token, said", [
+    ("abc", "cannot evaluate 'abc' (NameError"),
+    ("2**", "cannot evaluate '2**' (SyntaxError"),
+    ("as_text", "'as_text' is '4096', neither a size nor a shape"),  # not (4, 0, 9, 6)
+    ("2.5", "'2.5' is 2.5, neither a size nor a shape"),
+    ("-4", "'-4' is -4, neither a size nor a shape"),
+    ("'(2,0)'", "neither a size nor a shape"),
+])
+def test_a_token_that_is_not_a_shape_is_one_line_naming_it_and_the_accepted_forms(race_shell, monkeypatch, token,
+                                                                                   said):
+    monkeypatch.setitem(race_shell.ns, "as_text", "4096")
+    with pytest.raises(labmagic.LabError, match="expected a size") as caught:
+        race_shell.run(f"%bench shapes_race --no-plot --shapes 16 {token}")
+    assert str(caught.value).startswith("--shapes: ") and said in str(caught.value)
+    assert "\n" not in str(caught.value)
