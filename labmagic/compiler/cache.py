@@ -64,8 +64,9 @@ def _load_disk(key: str) -> CompileResult | None:
             source=meta["source"], arch=meta["arch"], options=tuple(meta["options"]), cubin=cubin,
             ptx=meta.get("ptx"), log=meta["log"], lowered=dict(meta["lowered"]),
             resources=parse_ptxas_log(meta["log"]), key=key, first_line=meta.get("first_line", 1),
+            types=dict(meta.get("types", {})),
         )
-    except KeyError:
+    except (KeyError, TypeError, ValueError):
         return None
 
 
@@ -75,7 +76,7 @@ def _store_disk(result: CompileResult, version: str) -> None:
         atomic_write(folder / f"{result.key}.cubin", result.cubin)
         meta = {
             "source": result.source, "arch": result.arch, "options": list(result.options), "ptx": result.ptx,
-            "log": result.log, "lowered": result.lowered, "first_line": result.first_line,
+            "log": result.log, "lowered": result.lowered, "first_line": result.first_line, "types": result.types,
             "nvrtc": version,
         }
         atomic_write(folder / f"{result.key}.json", json.dumps(meta).encode())

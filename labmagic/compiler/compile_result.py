@@ -26,6 +26,8 @@ class CompileResult:
     #: Where this result came from: ``compiled``, ``memory`` or ``disk``; and how long it took.
     origin: str = "compiled"
     seconds: float = 0.0
+    #: Parameter types as written (``real``) that NVRTC resolved, to their canonical type (``float``).
+    types: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def cubin_path(self) -> Path:

@@ -2,15 +2,18 @@
 
 ``kernel(a, b, c, n, grid=..., block=..., smem=0)`` checks every argument against the kernel's
 declaration before anything reaches the GPU: a float64 tensor for ``const float*``, a CPU tensor, a
-non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra argument each raise one
-line naming the parameter. The launch goes through CuPy (which loads the CUBIN NVRTC produced) on
-torch's current stream, so it is ordered with torch work and is captured by torch's CUDA graphs.
+non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra argument, a string for ``bool``
+each raise one line naming the parameter. A type the table below does not know (``typedef float real``, a macro)
+is checked as NVRTC resolved it (:mod:`.type_probe`), and refused where NVRTC could not say. The launch goes
+through CuPy (which loads the CUBIN NVRTC produced) on torch's current stream, so it is ordered with torch work
+and is captured by torch's CUDA graphs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 
 import numpy as np
@@ -41,7 +44,9 @@ _ELEMENT_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
     "uint32_t": (("uint32", "int32"), 1),
     "uint2": (("uint32", "int32"), 2), "uint4": (("uint32", "int32"), 4),
     "long long": (("int64",), 1), "long long int": (("int64",), 1), "int64_t": (("int64",), 1), "long": (("int64",), 1),
+    "long int": (("int64",), 1),
     "unsigned long long": (("uint64", "int64"), 1), "uint64_t": (("uint64", "int64"), 1),
+    "unsigned long": (("uint64", "int64"), 1), "unsigned long int": (("uint64", "int64"), 1),
     "size_t": (("uint64", "int64"), 1),
     "short": (("int16",), 1), "int16_t": (("int16",), 1), "unsigned short": (("uint16", "int16"), 1),
     "uint16_t": (("uint16", "int16"), 1),
@@ -50,17 +55,59 @@ _ELEMENT_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
     "bool": (("bool",), 1),
 }
 
-# C scalar type passed by value -> numpy type it is marshalled as.
+# C scalar type passed by value -> numpy type it is marshalled as. long is 64-bit: CUDA follows the host (Linux).
 _SCALAR_TYPES: dict[str, type] = {
-    "float": np.float32, "double": np.float64,
+    "float": np.float32, "double": np.float64, "__half": np.float16, "half": np.float16,
     "int": np.int32, "int32_t": np.int32, "signed": np.int32, "signed int": np.int32,
     "unsigned": np.uint32, "unsigned int": np.uint32, "uint32_t": np.uint32,
-    "long long": np.int64, "long long int": np.int64, "int64_t": np.int64, "long": np.int64,
+    "long long": np.int64, "long long int": np.int64, "int64_t": np.int64, "long": np.int64, "long int": np.int64,
     "unsigned long long": np.uint64, "uint64_t": np.uint64, "size_t": np.uint64,
+    "unsigned long": np.uint64, "unsigned long int": np.uint64,
     "short": np.int16, "int16_t": np.int16, "unsigned short": np.uint16, "uint16_t": np.uint16,
     "char": np.int8, "signed char": np.int8, "int8_t": np.int8, "unsigned char": np.uint8, "uint8_t": np.uint8,
     "bool": np.bool_,
 }
+# bfloat16 by value: numpy has no such type, so the kernel gets the 16-bit pattern (see bfloat16_bits).
+_BFLOAT16 = {"__nv_bfloat16", "nv_bfloat16", "__bf16"}
+#: Types checked from the tables above; any other is asked of NVRTC.
+KNOWN_TYPES = frozenset(_ELEMENT_TYPES) | frozenset(_SCALAR_TYPES) | _BFLOAT16 | {"void"}
+
+
+def bfloat16_bits(value: float) -> int:
+    """The bits of ``value`` rounded to bfloat16: to nearest, ties to even, from the value itself.
+
+    Rounding to float32 first and then to bfloat16 would round twice (1 + 2**-8 + 2**-30 would land on the tie
+    1 + 2**-8 and go down to 1.0). Rounding to float32 *to odd* keeps the sticky bit, so the second rounding is
+    exact: float32 carries more than 8 + 2 bits of bfloat16's precision.
+    """
+    if math.isnan(value):
+        return 0xFFC0 if math.copysign(1.0, value) < 0 else 0x7FC0
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    if np.isfinite(single) and float(single) != value and not int(single.view(np.uint32)) & 1:
+        single = np.nextafter(single, np.float32(math.copysign(np.inf, value - float(single))))
+    bits = int(np.float32(single).view(np.uint32))
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _scopes(name: str, namespace: str) -> list[str]:
+    """``name`` as C++ looks it up from inside ``namespace``, innermost first: ``a::b::T``, ``a::T``, ``T``."""
+    parts = namespace.split("::") if namespace else []
+    return [f"{'::'.join(parts[:i])}::{name}" for i in range(len(parts), 0, -1)] + [name]
+
+
+def type_probes(decls) -> list[str]:
+    """The parameter types of ``decls`` that the tables do not know, spelled as NVRTC may find them."""
+    probes: dict[str, None] = {}
+    for decl in decls:
+        for param in decl.params:
+            if param.base not in KNOWN_TYPES:
+                probes.update(dict.fromkeys(_scopes(param.base, decl.namespace)))
+    return list(probes)
 
 
 def _dtype_name(obj) -> str:
@@ -79,9 +126,10 @@ def _is_torch(obj) -> bool:
 
 
 def _normalize_dims(value, what: str, kernel: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
-        raise ArgumentError(f"{kernel}: {what}={value!r} must be an int or a tuple of 1 to 3 ints")
+    dims = (value,) if _is_int(value) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if dims is None or not 1 <= len(dims) <= 3 or not all(_is_int(d) for d in dims):
+        raise ArgumentError(f"{kernel}: {what}={value!r} must be an int or a tuple of 1 to 3 ints, "
+                            f"got {type(value).__name__}")
     dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
     if min(dims) < 1:
         raise ArgumentError(f"{kernel}: {what}={value!r} has a dimension below 1 (an empty launch is a bug upstream)")
@@ -128,17 +176,35 @@ class CudaKernel:
 
     def _check_one(self, param: Param, value):
         where = f"{self.name}: argument '{param.name}' ({param.ctype})"
-        if param.pointer:
-            return self._check_pointer(param, value, where)
-        return self._check_scalar(param, value, where)
+        resolved = self._resolve(param)
+        if resolved is None:
+            raise ArgumentError(f"{where}: labmagic cannot tell what type {param.base!r} is (NVRTC could not name it "
+                                "from the end of the cell), so it cannot check this argument; declare the parameter "
+                                "with a built-in type such as float* or int")
+        base, pointer = resolved
+        if pointer:
+            return self._check_pointer(base, pointer, value, where)
+        return self._check_scalar(base, value, where)
 
-    def _check_pointer(self, param: Param, value, where: str):
+    def _resolve(self, param: Param) -> tuple[str, int] | None:
+        """(type, levels of indirection) of ``param`` as NVRTC compiled it: typedefs and macros resolved."""
+        if param.base in KNOWN_TYPES:
+            return param.base, param.pointer
+        types = self.module.result.types
+        for written in _scopes(param.base, self.decl.namespace):
+            if written in types:
+                canonical = types[written]
+                return canonical.rstrip("*").strip(), param.pointer + canonical.count("*")
+        return None
+
+    def _check_pointer(self, base: str, pointer: int, value, where: str):
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return ("ptr", int(value))  # a raw device address: the caller knows what they do
         is_torch = _is_torch(value)
         if not is_torch and not any(hasattr(value, a) for a in ("__cuda_array_interface__", "__array_interface__")):
             raise ArgumentError(f"{where} needs a tensor or array, got {_describe(value)}")
-        element = _ELEMENT_TYPES.get(param.base) if param.pointer == 1 else None
+        # A struct or a pointer to pointers has no dtype to check against.
+        element = _ELEMENT_TYPES.get(base) if pointer == 1 else None
         dtype = _dtype_name(value)
         if element is not None and dtype not in element[0]:
             raise ArgumentError(f"{where} needs {' or '.join(element[0])} data, got {dtype}")
@@ -171,31 +237,36 @@ class CudaKernel:
                                     "vector loads would fault")
         return pointer
 
-    def _check_scalar(self, param: Param, value, where: str):
-        np_type = _SCALAR_TYPES.get(param.base)
-        if np_type is None:
-            raise ArgumentError(f"{where}: labmagic passes pointers and arithmetic scalars; "
-                                "pass this struct through a pointer")
+    def _check_scalar(self, base: str, value, where: str):
+        np_type = _SCALAR_TYPES.get(base)
+        if np_type is None and base not in _BFLOAT16:
+            raise ArgumentError(f"{where}: {base!r} is not an arithmetic type that labmagic can pass by value "
+                                "(a struct?); pass it through a pointer")
         if _is_torch(value) or hasattr(value, "__cuda_array_interface__"):
             raise ArgumentError(f"{where} is a scalar but got {_describe(value)}")
-        if np.issubdtype(np_type, np.integer):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if np_type is np.bool_:
+            # bool('false') is True and bool(None) is False: only a real truth value (or 0/1) is one.
+            if isinstance(value, (bool, np.bool_)) or (_is_int(value) and int(value) in (0, 1)):
+                return ("val", np.bool_(bool(value)))
+            raise ArgumentError(f"{where} needs True or False, got {type(value).__name__} {value!r}")
+        if np_type is not None and np.issubdtype(np_type, np.integer):
+            if not _is_int(value):
                 raise ArgumentError(f"{where} needs an int, got {type(value).__name__} {value!r}")
             info = np.iinfo(np_type)
             if not info.min <= int(value) <= info.max:
-                raise ArgumentError(f"{where}: {value} does not fit in {param.base} [{info.min}, {info.max}]")
+                raise ArgumentError(f"{where}: {value} does not fit in {base} [{info.min}, {info.max}]")
             return ("val", np_type(int(value)))
-        if np_type is np.bool_:
-            return ("val", np.bool_(bool(value)))
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
             raise ArgumentError(f"{where} needs a number, got {type(value).__name__} {value!r}")
-        return ("val", np_type(value))
+        return ("val", _float_scalar(base, np_type, value, where))
 
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):
         block3 = _normalize_dims(block, "block", self.name)
         grid3 = _normalize_dims(grid, "grid", self.name)
+        if not _is_int(smem) or smem < 0:
+            raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
         if block3[0] * block3[1] * block3[2] > 1024:
             raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
                                 "the limit is 1024")
@@ -219,6 +290,25 @@ class CudaKernel:
             raise LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: "
                               f"{exc}{detail}") from None
         faults.record(self.name, grid3, block3, int(smem))
+
+
+def _float_scalar(base: str, np_type, value, where: str):
+    """``value`` as the floating type ``base`` (bfloat16 as its bits); a finite value that would become inf is
+    refused rather than passed."""
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond every float
+        number = None
+    if number is not None and base in _BFLOAT16:
+        bits = bfloat16_bits(number)
+        result, became_inf = np.uint16(bits), bits & 0x7FFF == 0x7F80
+    elif number is not None:
+        with np.errstate(over="ignore"):
+            result = np_type(number)
+        became_inf = math.isinf(result)
+    if number is None or (became_inf and math.isfinite(number)):
+        raise ArgumentError(f"{where}: {value} does not fit in {base}")
+    return result
 
 
 def _strides(value):
@@ -267,7 +357,11 @@ def _cupy_stream(handle: int):
 
 
 def python_name(expression: str) -> str:
-    """``gemm<float, 64>`` -> ``gemm_float_64``: a name the notebook namespace can hold."""
+    """``gemm<float, 64>`` -> ``gemm_float_64``, ``f<float*>`` -> ``f_float_ptr``, ``ns::k`` -> ``ns_k``: a name
+    the notebook namespace can hold. Pointers, references and minus signs are spelled out, so that instances
+    that differ only in them get different names."""
+    for symbol, word in (("*", " ptr "), ("&", " ref "), ("-", " minus ")):
+        expression = expression.replace(symbol, word)
     return re.sub(r"_+", "_", re.sub(r"\W", "_", expression)).strip("_")
 
 
@@ -318,18 +412,43 @@ def _load_module(key: str, path: str):
 
 def compile_module(
     source: str, arch: str | None = None, options=(), name_expressions=(), lineinfo: bool = True, first_line: int = 1,
+    timeout_s: float | None = None, memory_gb: float | None = None,
 ) -> CudaModule:
-    """Compile ``source`` and wrap each ``__global__`` entry point (and each name expression) as a callable."""
-    result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
-                           lineinfo=lineinfo, first_line=first_line)
-    module = CudaModule(result)
-    decls = {k.name: k for k in parse_kernels(source)}
-    for decl in decls.values():
-        if decl.extern_c:
-            module.kernels[decl.name] = CudaKernel(module, decl.name, decl.name, decl)
-    for expression, symbol in result.lowered.items():
-        base = expression.split("<")[0].strip().split("::")[-1]
-        decl = decls.get(base)
+    """Compile ``source`` and wrap each ``__global__`` entry point that NVRTC compiled (and each name expression)
+    as a callable. ``timeout_s`` and ``memory_gb`` bound NVRTC (see :func:`labmagic.compiler.nvrtc.compile`)."""
+    decls = {k.qualified_name: k for k in parse_kernels(source)}
+    bound = {name: decl for name, decl in decls.items() if not decl.template_params}
+    for expression in name_expressions:
+        decl = _declaration_of(expression, decls)
         if decl is not None:
-            module.kernels[expression] = CudaKernel(module, expression, symbol, decl.instantiate(expression))
+            bound[expression] = decl.instantiate(expression)
+    result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
+                           lineinfo=lineinfo, first_line=first_line, type_probes=type_probes(bound.values()),
+                           timeout_s=timeout_s, memory_gb=memory_gb)
+    module = CudaModule(result)
+    for expression, symbol in result.lowered.items():
+        if expression in bound:  # NVRTC knows it: a kernel the scanner found under #if 0 is not here
+            module.kernels[expression] = CudaKernel(module, expression, symbol, bound[expression])
+    _check_python_names(module.kernels)
     return module
+
+
+def _declaration_of(expression: str, decls: dict[str, KernelDecl]) -> KernelDecl | None:
+    """The kernel a name expression (``ns::gemm<float, 64>``) instantiates: by qualified name, else by its
+    own name where only one kernel has it (a ``using namespace``)."""
+    head = re.sub(r"\s+", "", expression.split("<")[0]).removeprefix("::")
+    if head in decls:
+        return decls[head]
+    same = [d for d in decls.values() if d.name == head.split("::")[-1]]
+    return same[0] if len(same) == 1 else None
+
+
+def _check_python_names(kernels: dict[str, CudaKernel]) -> None:
+    """Two kernels bound to one Python name would lose one of them without a word: refuse instead."""
+    seen: dict[str, str] = {}
+    for expression in kernels:
+        name = python_name(expression)
+        if name in seen:
+            raise LabError(f"kernels {seen[name]!r} and {expression!r} would both be bound as {name}: rename one, "
+                           "or drop one of the name expressions")
+        seen[name] = expression

@@ -7,7 +7,8 @@ the compiler's own resource report (registers, shared memory, stack frame, spill
 notebook prints under each cell.
 
 The cache (:mod:`labmagic.compiler.cache`) is keyed by the source, the options, the architecture, the name
-expressions and NVRTC's version; a hit in memory costs a hash and a dict lookup, a hit on disk a file read.
+expressions and NVRTC's version; a hit in memory costs a hash and a dict lookup, a hit on disk a file read. A miss
+runs NVRTC in a child process with a time and a memory limit (:mod:`labmagic.compiler.sandbox`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 
 from ..errors import CompileError
 from ..runtime import target_arch
-from . import cache
+from . import cache, sandbox, type_probe
 from .compile_result import CompileResult
 from .resources import parse_ptxas_log
 from .signature import parse_kernels
@@ -74,13 +75,19 @@ def compile(  # noqa: A001  (the verb is the point)
     lineinfo: bool = True,
     first_line: int = 1,
     use_cache: bool = True,
+    type_probes: tuple[str, ...] | list[str] = (),
+    timeout_s: float | None = None,
+    memory_gb: float | None = None,
 ) -> CompileResult:
     """Compile ``source`` to CUBIN for ``arch`` (default: this GPU's, else ``sm_90``).
 
-    ``name_expressions`` instantiate templates (``"gemm<float, 64>"``); kernels declared without
-    ``extern "C"`` get their own name added automatically so that their mangled symbol is found.
-    ``first_line`` is the line number the source's first line has for the reader (2 in a
-    ``%%cuda_kernel`` cell, whose first line is the magic): compiler messages match what they see.
+    ``name_expressions`` instantiate templates (``"gemm<float, 64>"``); every other kernel gets its qualified
+    name (``ns::kernel``) added automatically so that its symbol is found, and is dropped again where NVRTC
+    does not know it (a kernel under ``#if 0``). ``first_line`` is the line number the source's first line has
+    for the reader (2 in a ``%%cuda_kernel`` cell, whose first line is the magic): compiler messages match
+    what they see. ``type_probes`` are parameter types as written (``real``, ``ns::index_t``) that NVRTC is
+    asked to spell out; ``result.types`` maps each one it resolved to its canonical type (:mod:`.type_probe`).
+    NVRTC runs in a child process stopped at ``timeout_s`` seconds or ``memory_gb`` GiB (:mod:`.sandbox`).
     """
     arch = arch or target_arch()
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
@@ -88,114 +95,194 @@ def compile(  # noqa: A001  (the verb is the point)
     options = tuple(options)
     if lineinfo and "-lineinfo" not in options and "--generate-line-info" not in options:
         options = ("-lineinfo", *options)
-    exprs = list(dict.fromkeys(name_expressions))
-    for kernel in parse_kernels(source):
-        if not kernel.extern_c and not kernel.template_params and kernel.name not in exprs:
-            exprs.append(kernel.name)
-    exprs_t = tuple(exprs)
-    key = cache.cache_key(source, arch, options, exprs_t, nvrtc_version())
+    required = list(dict.fromkeys(name_expressions))
+    kernels = [k.qualified_name for k in parse_kernels(source)
+               if not k.template_params and k.qualified_name not in required]
+    probes = [type_probe.expression(t) for t in dict.fromkeys(type_probes)]
+    key = cache.cache_key(source, arch, options, (*required, *kernels, *probes), nvrtc_version())
     if use_cache:
         hit = cache.lookup(key)
         if hit is not None:
             return hit
+    limits = sandbox.limits(timeout_s, memory_gb)
     start = time.perf_counter()
-    result = _nvrtc_compile(source, arch, options, exprs_t, key, first_line)
-    result = dataclasses.replace(result, seconds=time.perf_counter() - start)
+    program = _Program(source, arch, options, first_line, limits)
+    result = dataclasses.replace(_compile_known(program, required, kernels, probes), key=key,
+                                 seconds=time.perf_counter() - start)
     if use_cache:
         cache.store(result, nvrtc_version())
     return result
 
 
-def _check(result, what: str):
-    from cuda.bindings import nvrtc
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    source: str
+    arch: str
+    options: tuple[str, ...]
+    first_line: int
+    limits: tuple[float, float]
 
-    err = result[0]
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, text = nvrtc.nvrtcGetErrorString(err)
-        raise CompileError(f"NVRTC {what} failed: {text.decode()}")
-    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+    def run(self, expressions: list[str], probes: bool) -> dict:
+        """NVRTC's reply for this program with ``expressions`` (and the type probe's declaration)."""
+        text = f'#line {self.first_line} "{SOURCE_NAME}"\n{self.source}{type_probe.DECLARATION if probes else ""}'
+        options = [f"-arch={self.arch}", "--ptxas-options=-v", "--std=c++17"]
+        options += [f"-I{d}" for d in include_dirs()]
+        options += list(self.options)
+        request = {"source": text, "name": SOURCE_NAME, "options": options, "expressions": expressions}
+        return sandbox.run(request, *self.limits)
 
 
-def _nvrtc_compile(source, arch, options, exprs, key, first_line) -> CompileResult:
-    from cuda.bindings import nvrtc
+def _compile_known(program: _Program, required: list[str], kernels: list[str], probes: list[str]) -> CompileResult:
+    """Compile with every expression NVRTC can place.
 
-    prefix = f'#line {first_line} "{SOURCE_NAME}"\n'
-    prog = _check(nvrtc.nvrtcCreateProgram((prefix + source).encode(), SOURCE_NAME.encode(), 0, [], []), "create")
-    try:
-        for expr in exprs:
-            _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"name expression {expr!r}")
-        opts = [f"-arch={arch}", "--ptxas-options=-v", "--std=c++17"]
-        opts += [f"-I{d}" for d in include_dirs()]
-        opts += list(options)
-        err, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        log = _program_log(prog)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(_headline(log), detail=annotate_log(log, source, first_line))
-        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "CUBIN size")
-        cubin = bytearray(size)
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "CUBIN")
-        ptx = None
-        err, ptx_size = nvrtc.nvrtcGetPTXSize(prog)
-        if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            buf = bytearray(ptx_size)
-            nvrtc.nvrtcGetPTX(prog, buf)
-            ptx = bytes(buf).rstrip(b"\0").decode(errors="replace")
-        lowered = {}
-        for expr in exprs:
-            name = _check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), f"lowered name of {expr!r}")
-            lowered[expr] = name.decode() if isinstance(name, bytes) else str(name)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    The kernels the scanner found and the type probes are guesses from the text: one NVRTC rejects (a kernel
+    under ``#if 0``, a type it cannot name from the end of the program) is dropped and the compile runs again. A
+    name expression the user gave is no guess: NVRTC rejecting it is the error. Where the source itself does not
+    compile, the error comes from a compile without the guesses NVRTC rejected, so they do not clutter the log.
+    """
+    for _ in range(4):
+        reply = program.run([*required, *kernels, *probes], bool(probes))
+        if reply.get("api_error"):
+            raise CompileError(f"NVRTC failed: {reply['api_error']}")
+        if reply["ok"]:
+            return _result(program, reply, required + kernels, probes)
+        rejected = name_map_errors(reply["log"])
+        broken = not _only_name_map_errors(reply["log"])
+        guesses = [e for e in (*kernels, *probes) if e in rejected]
+        if not guesses and (not broken or not probes):
+            break
+        kernels = [k for k in kernels if k not in rejected]
+        probes = [] if broken else [p for p in probes if p not in rejected]
+    raise _compile_error(reply["log"], program, {e: m for e, m in rejected.items() if e in required})
+
+
+def _result(program: _Program, reply: dict, kernels: list[str], probes: list[str]) -> CompileResult:
+    types = {}
+    for expr in probes:
+        canonical = type_probe.canonical_type(reply["lowered"][expr])
+        if canonical is not None:
+            types[type_probe.written_type(expr)] = canonical
     return CompileResult(
-        source=source, arch=arch, options=options, cubin=bytes(cubin), ptx=ptx, log=log,
-        lowered=lowered, resources=parse_ptxas_log(log), key=key, first_line=first_line,
+        source=program.source, arch=program.arch, options=program.options, cubin=reply["cubin"], ptx=reply["ptx"],
+        log=reply["log"], lowered={e: reply["lowered"][e] for e in kernels}, resources=parse_ptxas_log(reply["log"]),
+        key="", first_line=program.first_line, types=types,
     )
 
 
-def _program_log(prog) -> str:
-    from cuda.bindings import nvrtc
+def _compile_error(log: str, program: _Program, rejected: dict[str, str]) -> CompileError:
+    detail = annotate_log(log, program.source, program.first_line)
+    if rejected and _only_name_map_errors(log):
+        expr, message = next(iter(rejected.items()))
+        more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
+        return CompileError(f"name expression {expr!r}: {message.strip()}{more}", detail=detail)
+    return CompileError(_headline(log), detail=detail)
 
-    size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-    buf = bytearray(size)
-    nvrtc.nvrtcGetProgramLog(prog, buf)
-    return bytes(buf).rstrip(b"\0").decode(errors="replace")
+
+#: The file NVRTC compiles the name expressions in; its messages quote an expression, never the user's files.
+NAME_MAP = "__nv_name_map"
+_HEADER = re.compile(r"^(?P<file>\S.*?)\((?P<line>\d+)\): (?P<severity>catastrophic error|error|warning|note|remark)"
+                     r"(?P<code>[^:]*): (?P<message>.*)$")
+_PRAGMA = re.compile(r"^\s*#pragma nv_mangled_name (.*?)\s*$")
 
 
-_DIAG = re.compile(rf"^{SOURCE_NAME}\((\d+)\): (error|warning|catastrophic error)[^:]*: (.*)$", re.M)
+def _diagnostics(log: str) -> list[re.Match]:
+    return [m for m in map(_HEADER.match, log.splitlines()) if m]
+
+
+def _only_name_map_errors(log: str) -> bool:
+    errors = [m for m in _diagnostics(log) if "error" in m["severity"]]
+    return bool(errors) and all(m["file"] == NAME_MAP for m in errors) and "nvrtc: error" not in log
+
+
+def name_map_errors(log: str) -> dict[str, str]:
+    """Each name expression NVRTC rejected, with its first message (NVRTC quotes the expression under it)."""
+    lines = log.splitlines()
+    rejected: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if m and m["file"] == NAME_MAP and "error" in m["severity"]:
+            quoted = next((p.group(1) for p in map(_PRAGMA.match, lines[i + 1 : i + 3]) if p), None)
+            if quoted is not None:
+                rejected.setdefault(quoted, m["message"])
+    return rejected
+
+
+def _quotable(file: str) -> bool:
+    """Whether log lines quoted from ``file`` may be shown: the cell's own, and the expressions we added."""
+    return file in (SOURCE_NAME, NAME_MAP)
+
+
+def _readable(file: str) -> bool:
+    """Whether the messages about ``file`` may be shown as they are: the cell, our additions, the CUDA headers.
+
+    Any other file is whatever an ``#include`` named (``/etc/passwd``, a key): its messages quote its words
+    (``identifier "..." is undefined``), and an error shown in a notebook lands in logs and executed copies.
+    """
+    if _quotable(file) or file == type_probe.SOURCE_NAME:
+        return True
+    real = os.path.realpath(file)
+    return any(real.startswith(os.path.realpath(d) + os.sep) for d in include_dirs())
+
+
+def _message(m: re.Match) -> str:
+    """A diagnostic's message, with its quoted words left out where it is about a file we may not show."""
+    return m["message"] if _readable(m["file"]) else re.sub(r'"[^"]*"', '"..."', m["message"])
 
 
 def _headline(log: str) -> str:
     """One line for the reader: the first error with its line, and how many there were."""
-    errors = [m for m in _DIAG.finditer(log) if "error" in m.group(2)]
-    if not errors:
-        fallback = log.strip().splitlines()[0] if log.strip() else ""
-        first = next((line for line in log.splitlines() if "error" in line), fallback)
-        return f"compile failed: {first.strip()}"
-    first = errors[0]
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"line {first.group(1)}: {first.group(3).strip()}{more}"
+    errors = [m for m in _diagnostics(log) if "error" in m["severity"]]
+    in_cell = [m for m in errors if m["file"] == SOURCE_NAME]
+    if in_cell:
+        first = in_cell[0]
+        more = f" (and {len(in_cell) - 1} more)" if len(in_cell) > 1 else ""
+        return f"line {first['line']}: {first['message'].strip()}{more}"
+    if errors:
+        first = errors[0]
+        return f"compile failed: {first['file']}({first['line']}): {first['severity']}: {_message(first).strip()}"
+    fallback = log.strip().splitlines()[0] if log.strip() else ""
+    first_line = next((line for line in log.splitlines() if "error" in line), fallback)
+    return f"compile failed: {first_line.strip()}"
+
+
+_NOISE = ('detected in the compilation of "cell".', "Compilation terminated.")
 
 
 def annotate_log(log: str, source: str, first_line: int = 1) -> str:
     """The compiler log with each ``cell(N)`` diagnostic followed by the cell's line N and a marker.
 
     NVRTC already quotes the line for most errors; we add it where it does not and keep the log's
-    own caret lines, dropping the noise of the final summary and of an empty log.
+    own caret lines, dropping the noise of the final summary and of an empty log. Only the cell's lines are
+    quoted: a diagnostic about another file keeps its place and message (its quoted words left out unless the
+    file is a CUDA header), never that file's lines.
     """
     lines = source.splitlines()
     out: list[str] = []
     log_lines = log.strip("\n").splitlines()
+    hidden = withheld = False
     for i, text in enumerate(log_lines):
-        if text.strip().endswith('detected in the compilation of "cell".') or text.strip() == "Compilation terminated.":
+        if text.strip().endswith(_NOISE[0]) or text.strip() == _NOISE[1]:
             continue
         if text.startswith("ptxas info") or text.startswith("ptxas         ."):
             continue
-        out.append(text)
-        match = _DIAG.match(text)
+        match = _HEADER.match(text)
         if match:
-            number = int(match.group(1))
-            quoted = i + 1 < len(log_lines) and log_lines[i + 1].strip() and not _DIAG.match(log_lines[i + 1])
+            hidden = not _quotable(match["file"])
+            if hidden:
+                shown = _message(match)
+                withheld = withheld or shown != match["message"]
+                out.append(f"{match['file']}({match['line']}): {match['severity']}{match['code']}: {shown}")
+                continue
+        elif hidden:
+            withheld = withheld or bool(text.strip())
+            continue
+        out.append(text)
+        if match and match["file"] == SOURCE_NAME:
+            number = int(match["line"])
+            quoted = i + 1 < len(log_lines) and log_lines[i + 1].strip() and not _HEADER.match(log_lines[i + 1])
             index = number - first_line
             if not quoted and 0 <= index < len(lines):
                 out.append(f"  {number:>4} | {lines[index]}")
-    return "\n".join(line for line in out).strip("\n")
+    if withheld:
+        out.append("(lines and quoted words of files other than the cell are not shown)")
+    return "\n".join(out).strip("\n")

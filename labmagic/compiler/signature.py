@@ -6,8 +6,10 @@ declarations: names, parameter types, pointer-ness, ``extern "C"``, and template
 name expression such as ``gemm<float, 64>`` substitutes).
 
 This is a declaration reader, not a C++ parser: it handles what kernel authors write (qualifiers,
-``__restrict__``, ``__launch_bounds__``, templates, ``extern "C" { ... }`` blocks, comments) and reports
-anything else as an unchecked parameter rather than guessing.
+``__restrict__``, ``__launch_bounds__``, templates, ``extern "C" { ... }`` blocks, namespaces, comments) and
+never raises: what it cannot read it leaves out, and NVRTC, which sees the real program, has the last word (a
+kernel under ``#if 0`` is found here but dropped when NVRTC does not know it; a type this reader cannot place is
+asked of NVRTC, see :mod:`.type_probe`).
 """
 
 from __future__ import annotations
@@ -37,12 +39,20 @@ class KernelDecl:
     extern_c: bool
     template_params: tuple[str, ...] = ()
     line: int = 0
+    #: The enclosing named namespaces, ``outer::inner`` (empty at global scope or in an anonymous namespace).
+    namespace: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        """``ns::kernel``: the name NVRTC finds it by from the end of the program."""
+        return f"{self.namespace}::{self.name}" if self.namespace else self.name
 
     def instantiate(self, expression: str) -> KernelDecl:
         """Substitute the template arguments of ``expression`` (``name<float, 4>``) into the params."""
         if not self.template_params:
             return self
-        inside = expression[expression.index("<") + 1 : expression.rindex(">")] if "<" in expression else ""
+        opened, closed = expression.find("<"), expression.rfind(">")
+        inside = expression[opened + 1 : closed] if 0 <= opened < closed else ""
         args = [a.strip() for a in _split_top_level(inside)] if inside else []
         mapping = dict(zip(self.template_params, args))
         params = tuple(_substitute(p, mapping) for p in self.params)
@@ -55,6 +65,20 @@ def _substitute(param: Param, mapping: dict[str, str]) -> Param:
     inner = _parse_type(mapping[param.base])
     return dataclasses.replace(param, base=inner.base, pointer=param.pointer + inner.pointer,
                                const=param.const or inner.const)
+
+
+def _literal_end(source: str, i: int, quote: str) -> int:
+    """The index after the string or char literal opening at ``i`` (at most the end of its line)."""
+    j = i + 1
+    while j < len(source) and source[j] not in (quote, "\n"):
+        j += 2 if source[j] == "\\" else 1
+    return min(j + 1, len(source)) if j < len(source) and source[j] == quote else min(j, len(source))
+
+
+def _digit_separator(source: str, i: int) -> bool:
+    """Whether the ``'`` at ``i`` separates digits (``1'000'000``) rather than opening a char literal."""
+    run = re.search(r"[\w.']*$", source[max(0, i - 64) : i]).group()
+    return bool(run) and run[0].isdigit()
 
 
 def strip_comments(source: str) -> str:
@@ -75,12 +99,11 @@ def strip_comments(source: str) -> str:
         elif source.startswith('"C"', i) and re.search(r"extern\s*$", source[max(0, i - 16) : i]):
             out.append('"C"')
             i += 3
-        elif c == '"':
-            j = i + 1
-            while j < n and source[j] != '"':
-                j += 2 if source[j] == "\\" else 1
-            out.append('""' + " " * max(0, j + 1 - i - 2))
-            i = j + 1
+        elif c == '"' or (c == "'" and not _digit_separator(source, i)):
+            # A '(' or '}' inside a literal must not count when brackets are matched.
+            j = _literal_end(source, i, c)
+            out.append(c + " " * max(0, j - i - 2) + (c if j - i >= 2 else ""))
+            i = j
         else:
             out.append(c)
             i += 1
@@ -101,6 +124,10 @@ def _split_top_level(text: str) -> list[str]:
     return [p for p in (p.strip() for p in parts) if p]
 
 
+class _Unbalanced(ValueError):
+    """A bracket without its partner: the source does not compile, and NVRTC will say where."""
+
+
 def _matching(text: str, open_index: int, open_ch: str = "(", close_ch: str = ")") -> int:
     depth = 0
     for i in range(open_index, len(text)):
@@ -110,7 +137,7 @@ def _matching(text: str, open_index: int, open_ch: str = "(", close_ch: str = ")
             depth -= 1
             if depth == 0:
                 return i
-    raise ValueError("unbalanced")
+    raise _Unbalanced(f"no {close_ch!r} for the {open_ch!r} at offset {open_index}")
 
 
 def _parse_type(text: str) -> Param:
@@ -142,65 +169,84 @@ _GLOBAL = re.compile(r"\b__global__\b")
 _ATTR_CALL = re.compile(r"\b(__launch_bounds__|__maxnreg__|__cluster_dims__|__attribute__)\s*\(")
 
 
-def _extern_c_blocks(text: str) -> list[tuple[int, int]]:
+def _blocks(text: str, opening: re.Pattern) -> list[tuple[int, int, re.Match]]:
+    """(start, end, match) of each ``{ ... }`` block that ``opening`` (ending at its ``{``) starts."""
     blocks = []
-    for m in re.finditer(r'extern\s+"C"\s*\{', text):
+    for m in opening.finditer(text):
         try:
-            blocks.append((m.end(), _matching(text, m.end() - 1, "{", "}")))
-        except ValueError:
-            blocks.append((m.end(), len(text)))
+            blocks.append((m.end(), _matching(text, m.end() - 1, "{", "}"), m))
+        except _Unbalanced:
+            blocks.append((m.end(), len(text), m))
     return blocks
+
+
+_EXTERN_C_BLOCK = re.compile(r'extern\s+"C"\s*\{')
+_NAMESPACE_BLOCK = re.compile(
+    r"\bnamespace\s*((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{")
+
+
+def _namespace_at(position: int, namespaces: list[tuple[int, int, re.Match]]) -> str:
+    names = [re.sub(r"\s+|inline\s+", "", m.group(1)) for a, b, m in namespaces if a <= position < b and m.group(1)]
+    return "::".join(names)
 
 
 def parse_kernels(source: str) -> list[KernelDecl]:
     """Every ``__global__`` function declared or defined in ``source``, in order of appearance."""
     text = strip_comments(source)
-    blocks = _extern_c_blocks(text)
+    extern_blocks = _blocks(text, _EXTERN_C_BLOCK)
+    namespaces = _blocks(text, _NAMESPACE_BLOCK)
     kernels: list[KernelDecl] = []
     for m in _GLOBAL.finditer(text):
-        # The declaration starts after the previous ';', '}' or '{' (or the start of the text).
-        start = max(text.rfind(ch, 0, m.start()) for ch in ";}{") + 1
-        prefix = text[start : m.start()]
-        pos = m.end()
-        # Skip attribute calls such as __launch_bounds__(256, 2) to find the parameter list.
-        while True:
-            paren = text.find("(", pos)
-            if paren < 0:
-                break
-            attr = None
-            for a in _ATTR_CALL.finditer(text, pos, paren + 1):
-                if a.end() - 1 == paren:
-                    attr = a
-            if attr is None:
-                break
-            pos = _matching(text, paren) + 1
-        if paren < 0:
-            continue
-        name_match = re.search(r"([A-Za-z_]\w*)\s*$", text[pos:paren])
-        if not name_match:
-            continue
-        close = _matching(text, paren)
-        params = tuple(_parse_param(p, i) for i, p in enumerate(_split_top_level(text[paren + 1 : close])))
-        if len(params) == 1 and params[0].base == "void" and params[0].pointer == 0:
-            params = ()
-        template: tuple[str, ...] = ()
-        tmatch = re.search(r"template\s*<", prefix)
-        if tmatch:
-            t_open = start + tmatch.end() - 1
-            t_close = _matching(text, t_open, "<", ">")
-            template = tuple(
-                re.split(r"[\s=]+", re.sub(r"^(typename|class|int|unsigned|bool|size_t|[\w:]+)\s+", "", p.strip()))[0]
-                for p in _split_top_level(text[t_open + 1 : t_close])
-            )
-        extern_c = bool(re.search(r'extern\s+"C"', prefix)) or any(a <= m.start() < b for a, b in blocks)
-        kernels.append(
-            KernelDecl(
-                name=name_match.group(1), params=params, extern_c=extern_c, template_params=template,
-                line=text.count("\n", 0, m.start()) + 1,
-            )
-        )
+        try:
+            kernel = _declaration(text, m)
+        except _Unbalanced:
+            continue  # NVRTC will report the missing bracket with its line
+        if kernel is not None:
+            extern_c = kernel.extern_c or any(a <= m.start() < b for a, b, _ in extern_blocks)
+            namespace = _namespace_at(m.start(), namespaces)
+            kernels.append(dataclasses.replace(kernel, extern_c=extern_c, namespace=namespace))
     # A kernel declared and later defined appears twice: keep the definition (the last one).
     unique: dict[str, KernelDecl] = {}
     for k in kernels:
-        unique[k.name] = k
+        unique[k.qualified_name] = k
     return list(unique.values())
+
+
+def _declaration(text: str, m: re.Match) -> KernelDecl | None:
+    """The kernel whose ``__global__`` is ``m``, or None where no name and parameter list follow."""
+    # The declaration starts after the previous ';', '}' or '{' (or the start of the text).
+    start = max(text.rfind(ch, 0, m.start()) for ch in ";}{") + 1
+    prefix = text[start : m.start()]
+    pos = m.end()
+    # Skip attribute calls such as __launch_bounds__(256, 2) to find the parameter list.
+    while True:
+        paren = text.find("(", pos)
+        if paren < 0:
+            return None
+        attr = None
+        for a in _ATTR_CALL.finditer(text, pos, paren + 1):
+            if a.end() - 1 == paren:
+                attr = a
+        if attr is None:
+            break
+        pos = _matching(text, paren) + 1
+    name_match = re.search(r"([A-Za-z_]\w*)\s*$", text[pos:paren])
+    if not name_match:
+        return None
+    close = _matching(text, paren)
+    params = tuple(_parse_param(p, i) for i, p in enumerate(_split_top_level(text[paren + 1 : close])))
+    if len(params) == 1 and params[0].base == "void" and params[0].pointer == 0:
+        params = ()
+    template: tuple[str, ...] = ()
+    tmatch = re.search(r"template\s*<", prefix)
+    if tmatch:
+        t_open = start + tmatch.end() - 1
+        t_close = _matching(text, t_open, "<", ">")
+        template = tuple(
+            re.split(r"[\s=]+", re.sub(r"^(typename|class|int|unsigned|bool|size_t|[\w:]+)\s+", "", p.strip()))[0]
+            for p in _split_top_level(text[t_open + 1 : t_close])
+        )
+    return KernelDecl(
+        name=name_match.group(1), params=params, extern_c=bool(re.search(r'extern\s+"C"', prefix)),
+        template_params=template, line=text.count("\n", 0, m.start()) + 1,
+    )

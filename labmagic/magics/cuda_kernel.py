@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import builtins
+import sys
+
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 from traitlets import Bool, Unicode
 
-from ..compiler.kernel import CudaModule, compile_module, python_name
+from ..compiler.kernel import CudaKernel, CudaModule, compile_module, python_name
 from ..errors import LabError
 
 
@@ -58,7 +61,9 @@ class CudaKernelMagics(Magics):
             first_line=2,  # the cell's first line is the magic itself
         )
         for expression, kernel in module.kernels.items():
-            self.shell.user_ns[python_name(expression)] = kernel
+            name = python_name(expression)
+            _warn_if_hiding(self.shell.user_ns, name, expression)
+            self.shell.user_ns[name] = kernel
         if args.module_name:
             self.shell.user_ns[args.module_name] = module
         display(module)
@@ -83,6 +88,22 @@ class CudaKernelMagics(Magics):
                              if n in self.history and self.history[n][0].key != module.result.key), None)
         display(build_panel(module.result, block_size=args.block, previous=previous, vs=args.vs,
                             dynamic_smem=args.smem, show_sass=args.sass, show_ptx=args.ptx))
+
+
+def _warn_if_hiding(namespace: dict, name: str, expression: str) -> None:
+    """Say so when a kernel's name hides a Python builtin or replaces a notebook variable that is not a kernel.
+
+    A warning, not a refusal: ``sum``, ``max`` or ``copy`` are natural names for a kernel, and binding it is what
+    the cell asks for; but a later ``print(x)`` that launches a kernel, or a lost tensor, must not be a surprise.
+    """
+    value = namespace.get(name, getattr(builtins, name, None))
+    if value is None or isinstance(value, CudaKernel):
+        return
+    if name in namespace:
+        what = f"replaces the notebook's {name} ({type(value).__name__})"
+    else:
+        what = f"hides Python's builtin {name} (del {name} brings it back)"
+    print(f"labmagic: kernel {expression!r} is bound as {name} and {what}", file=sys.stderr)
 
 
 def _unquote(text: str) -> str:
