@@ -9,12 +9,24 @@ and size preset have not changed since its last successful run on this GPU is sk
 Chapters receive papermill parameters through their cell tagged ``parameters``: ``size = "full"`` (the book's
 numbers) or ``size = "quick"`` (smoke runs, ``--quick``). ``--reference`` writes the executed notebook back into
 ``book/`` (outputs included) on the book's own GPU, which is how the stored outputs that the site shows are made.
+
+Ctrl-C, SIGTERM or SIGHUP stops the running chapters, leaves their previous notebook, log and record as they were
+(the next sweep runs them again) and exits with status 130.
+
+``--scheduler`` runs the chapters on a Dask cluster instead, once per GPU kind its workers advertise (``--kinds``),
+at this checkout's commit, and stores what comes back here the same way (:mod:`labmagic.execute.dask_sweep`):
+``local`` starts a cluster of CPU workers on this machine, ``local-cuda`` one worker per GPU, and an address
+(``tcp://host:8786``) joins a running one (``labmagic cluster`` prints how to start it).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 import time
+from contextlib import contextmanager
 
 from ..errors import LabError
 from ..execute.parallel import parse_gpus, slug_for, summary, sweep
@@ -23,6 +35,9 @@ from ..store.manifest import stale_chapters, up_to_date
 
 #: The GPU whose outputs the book shows (``--reference`` refuses other devices). ``LABMAGIC_BOOK_GPU`` overrides.
 BOOK_GPU = "nvidia-h200"
+
+#: Exit status of an interrupted sweep: the shell's for a command that SIGINT stopped.
+INTERRUPTED = 130
 
 
 def add_arguments(parser) -> None:
@@ -37,6 +52,16 @@ def add_arguments(parser) -> None:
                         help=f"also write each passing executed notebook back into book/ (only on {BOOK_GPU})")
     parser.add_argument("--timeout", type=int, default=None, metavar="S", help="per-cell execution timeout")
     parser.add_argument("--list", action="store_true", help="list chapters and whether each is up to date; run none")
+    cluster = parser.add_argument_group("on a Dask cluster (pip install 'labmagic[cluster]')")
+    cluster.add_argument("--scheduler", metavar="local|local-cuda|ADDRESS",
+                         help="run the chapters on a Dask cluster, once per GPU kind: 'local' (CPU workers here), "
+                              "'local-cuda' (one worker per GPU here) or a scheduler's address, tcp://host:8786")
+    cluster.add_argument("--kinds", metavar="all|KIND,...",
+                         help="GPU kinds of the cluster to run on (default all), e.g. nvidia-h200,nvidia-a100")
+    cluster.add_argument("--workers", type=int, metavar="N", help="workers of --scheduler local (default 2)")
+    cluster.add_argument("--allow-dirty", action="store_true",
+                         help="sweep the commit even though book/ or labmagic/ have uncommitted changes (the "
+                              "workers run the commit without them)")
 
 
 def run(args) -> int:
@@ -44,8 +69,14 @@ def run(args) -> int:
     if not chapters:
         raise LabError(f"no chapters ({CHAPTER_GLOB}) in {book_dir()}")
     size = "quick" if args.quick else "full"
-    gpus = parse_gpus(args.gpus)
     book_gpu = os.environ.get("LABMAGIC_BOOK_GPU", BOOK_GPU)
+    if args.scheduler:
+        return _run_on_cluster(args, chapters, size, book_gpu)
+    for option, given in (("--kinds", args.kinds), ("--workers", args.workers is not None),
+                          ("--allow-dirty", args.allow_dirty)):
+        if given:
+            raise LabError(f"{option} is for sweeps on a Dask cluster: add --scheduler local|local-cuda|ADDRESS")
+    gpus = parse_gpus(args.gpus)
     if args.reference:
         here = {slug_for(g) for g in gpus}
         if here != {book_gpu}:
@@ -59,11 +90,61 @@ def run(args) -> int:
             state = "up to date" if up_to_date(notebook, slug, size) else "to run"
             print(f"{notebook.stem}: {state} on {slug}")
         return 0
+    return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
+                                 timeout=args.timeout, reference=args.reference))
+
+
+def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:
+    from ..execute.dask_sweep import list_on_cluster, sweep_on_cluster  # imports Dask: only for --scheduler
+
+    if args.gpus:
+        raise LabError("--gpus picks this machine's GPUs; with --scheduler the cluster's workers are the GPUs "
+                       "(--kinds picks their kinds)")
+    if args.reference and args.quick:
+        raise LabError("--reference needs the book's full sizes: drop --quick")
+    if args.list:
+        for chapter, kind, fresh in list_on_cluster(chapters, scheduler=args.scheduler, workers=args.workers,
+                                                    kinds=args.kinds, size=size):
+            print(f"{chapter}: {'up to date' if fresh else 'to run'} on {kind}")
+        return 0
+    return _finish(lambda: sweep_on_cluster(
+        chapters, scheduler=args.scheduler, workers=args.workers, kinds=args.kinds, size=size,
+        inject_size=args.quick, force=args.force, timeout=args.timeout,
+        reference=book_gpu if args.reference else None, allow_dirty=args.allow_dirty))
+
+
+def _finish(run_sweep) -> int:
+    """Run a sweep; print its summary (or, interrupted, one line) and return the exit status."""
     started = time.monotonic()
-    outcomes = sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
-                     timeout=args.timeout, reference=args.reference)
+    try:
+        with _stop_signals_interrupt():
+            outcomes = run_sweep()
+    except KeyboardInterrupt as exc:  # a SweepInterrupted says which chapters stopped; a bare one came before any ran
+        print(str(exc) or "sweep interrupted before any chapter started", file=sys.stderr)
+        return INTERRUPTED
     stale = sorted({c for slug in {o.slug for o in outcomes} for c in stale_chapters(slug)})
     print(summary(outcomes, stale, time.monotonic() - started))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
+@contextmanager
+def _stop_signals_interrupt():
+    """SIGTERM and SIGHUP stop a sweep the way Ctrl-C does. Its papermill children run in sessions of their own
+    (:class:`labmagic.execute.papermill_run.Children`), so a sweep that such a signal ended outright would leave them
+    running. A signal already ignored (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, _raise_interrupt)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt

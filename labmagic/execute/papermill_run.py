@@ -1,8 +1,11 @@
 """One chapter executed with papermill in a child process, its log, and its record in the sweep manifest.
 
 The chapter runs into ``results/<gpu>/notebooks/<chapter>.ipynb`` with its output in ``<chapter>.log`` beside it;
-:func:`labmagic.store.manifest.write_manifest` records the outcome. ``labmagic sweep`` (:mod:`labmagic.cli.sweep`)
-runs many of these, one worker per GPU (:mod:`labmagic.execute.parallel`).
+:func:`labmagic.store.manifest.write_manifest` records the outcome. While it runs, papermill writes into hidden
+temporaries beside those (``.<chapter>.*.ipynb``, ``.<chapter>.*.log``); only a run that ends, passed or failed,
+moves them into place and writes its record, so an interrupted run leaves the previous notebook, log and record as
+they were. ``labmagic sweep`` (:mod:`labmagic.cli.sweep`) runs many of these, one worker per GPU
+(:mod:`labmagic.execute.parallel`).
 """
 
 from __future__ import annotations
@@ -10,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,10 +26,13 @@ from pathlib import Path
 from ..paths import atomic_write, repo_root, results_dir
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
-from ..store.manifest import write_manifest
+from ..store.manifest import notebook_hash, write_manifest
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
 _ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
+
+#: Seconds an interrupted papermill gets to shut its kernel down (it takes well under one) before it is killed.
+STOP_GRACE_S = 10.0
 
 
 @dataclass
@@ -31,13 +40,101 @@ class Outcome:
     """What happened to one chapter in one sweep."""
 
     chapter: str
-    status: str  # passed | failed | skipped
+    status: str  # passed | failed | skipped | interrupted
     slug: str
     seconds: float = 0.0
     error: str = ""
     notebook: str = ""
     gpu: str | None = None
     details: dict = field(default_factory=dict)
+
+
+class Children:
+    """The papermill processes of one sweep, so that an interrupt reaches each of them once, and their kernels.
+
+    Each child starts in a session of its own: a terminal's Ctrl-C then reaches the sweep alone, which passes one
+    SIGINT on. On SIGINT papermill shuts its kernel down; a second SIGINT during that shutdown (what a shared
+    process group gets when the sweep forwards the terminal's) can cut it short and orphan the kernel. The kernel
+    sits in a session of its own too, out of reach of a signal to papermill's group, so its group is remembered
+    and killed should it outlive papermill.
+    """
+
+    def __init__(self):
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._running: dict[subprocess.Popen, set[int]] = {}  # child -> process groups of its descendants
+
+    def spawn(self, cmd: list[str], **kwargs) -> subprocess.Popen | None:
+        """Start ``cmd`` in a session of its own; None once the sweep is stopping."""
+        with self._lock:  # a child started while interrupt() runs would miss its signal
+            if self.stopping.is_set():
+                return None
+            proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+            self._running[proc] = set()
+            return proc
+
+    def interrupt(self) -> None:
+        """Stop starting children and send SIGINT to the running ones (papermill then shuts its kernel down)."""
+        with self._lock:
+            self.stopping.set()
+            for proc, groups in self._running.items():
+                groups.update(_descendant_groups(proc.pid))
+                _signal_group(proc.pid, signal.SIGINT)
+
+    def kill(self) -> None:
+        """SIGKILL what an interrupt did not stop: each running child's process group and its descendants'."""
+        with self._lock:
+            for proc, groups in self._running.items():
+                groups.update(_descendant_groups(proc.pid))
+                for group in {proc.pid, *groups}:
+                    _signal_group(group, signal.SIGKILL)
+
+    def reap(self, proc: subprocess.Popen) -> int:
+        """Wait for an interrupted child, killing it after :data:`STOP_GRACE_S`."""
+        try:
+            return proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return proc.wait()
+
+    def finished(self, proc: subprocess.Popen) -> None:
+        """Forget an exited child; after an interrupt, kill its descendants that outlived it (a kernel left running
+        would go on writing into results/)."""
+        with self._lock:
+            groups = self._running.pop(proc, set())
+        if self.stopping.is_set():
+            for group in groups:
+                _signal_group(group, signal.SIGKILL)
+
+
+def _signal_group(group: int, signum: int) -> None:
+    if group == os.getpgrp():  # never ourselves
+        return
+    try:
+        os.killpg(group, signum)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+def _descendant_groups(pid: int) -> set[int]:
+    """Process groups of ``pid``'s descendants other than its own, from ``/proc`` (none where there is none)."""
+    parent_of, group_of = {}, {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return set()
+    for name in entries:
+        try:
+            stat = Path("/proc", name, "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
+        parent_of[int(name)], group_of[int(name)] = int(fields[1]), int(fields[2])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parent_of.items() if parent in frontier and child not in found}
+        found |= frontier
+    return {group_of[child] for child in found} - {pid}
 
 
 def papermill_command(notebook: Path, output: Path, size: str | None, timeout: int | None) -> list[str]:
@@ -54,8 +151,10 @@ def papermill_command(notebook: Path, output: Path, size: str | None, timeout: i
 
 
 def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu: str | None = None,
-                timeout: int | None = None, on_cell=None) -> Outcome:
-    """Execute one chapter with papermill in a child process; record its outcome next to the executed notebook."""
+                timeout: int | None = None, on_cell=None, children: Children | None = None) -> Outcome:
+    """Execute one chapter with papermill in a child process; when it ends, publish its notebook and log next to
+    each other and record the outcome. Interrupted (``children`` stopping, or Ctrl-C here), it publishes nothing."""
+    children = children or Children()
     out_dir = results_dir(slug) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / notebook.name
@@ -66,33 +165,73 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     input_hash = chapter_hash(notebook)
     started = time.monotonic()
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    last_error = ""
-    with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
-            papermill_command(notebook, output, size if inject_size else None, timeout),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(notebook.parent),
-        )
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            cell = _CELL_LINE.search(line)
-            if cell and on_cell:
-                on_cell(notebook.stem, int(cell.group(1)))
-            err = _ERROR_LINE.match(line)
-            if err:
-                last_error = err.group(1).strip()
-        code = proc.wait()
-    seconds = time.monotonic() - started
-    status = "passed" if code == 0 else "failed"
-    error = "" if code == 0 else (last_error or f"papermill exited with status {code}; see {log_path}")
-    record = {
-        "chapter": notebook.stem, "status": status, "size": size, "input_hash": input_hash, "started": when,
-        "seconds": round(seconds, 2), "error": error, "device": slug,
-        "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
-        "python": sys.version.split()[0],
-    }
-    write_manifest(record)
+    running_notebook, running_log = _temporary(output), _temporary(log_path)
+    try:
+        cmd = papermill_command(notebook, running_notebook, size if inject_size else None, timeout)
+        code, last_error = _execute(cmd, env, notebook, running_log, children, on_cell)
+        seconds = time.monotonic() - started
+        if children.stopping.is_set():
+            return Outcome(notebook.stem, "interrupted", slug, seconds, gpu=gpu)
+        status = "passed" if code == 0 else "failed"
+        error = "" if code == 0 else (last_error or f"papermill exited with status {code}; see {log_path}")
+        record = {
+            "chapter": notebook.stem, "status": status, "size": size, "input_hash": input_hash, "started": when,
+            "seconds": round(seconds, 2), "error": error, "device": slug,
+            "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
+            "python": sys.version.split()[0],
+        }
+        if running_notebook.stat().st_size:  # papermill can fail before it writes one: keep the previous one then
+            record["notebook_hash"] = notebook_hash(running_notebook)
+            _publish(running_notebook, output)
+        _publish(running_log, log_path)
+        write_manifest(record)  # last: a record never vouches for files that are not in place yet
+    finally:
+        running_notebook.unlink(missing_ok=True)
+        running_log.unlink(missing_ok=True)
     return Outcome(notebook.stem, status, slug, seconds, error, str(output), gpu)
+
+
+def _temporary(final: Path) -> Path:
+    """A new hidden file beside ``final``, with its suffix (papermill wants ``.ipynb``)."""
+    fd, name = tempfile.mkstemp(prefix=f".{final.stem}.", suffix=final.suffix, dir=final.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _publish(temporary: Path, final: Path) -> None:
+    """Move a finished temporary into place: flushed to disk first, readable by everyone (results are shared)."""
+    with open(temporary, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, final)
+
+
+def _execute(cmd: list[str], env: dict, notebook: Path, log_path: Path, children: Children,
+             on_cell) -> tuple[int | None, str]:
+    """Run papermill, copying its output into ``log_path``: (exit status, last error line in the output)."""
+    proc = children.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                          cwd=str(notebook.parent))
+    if proc is None:
+        return None, ""
+    last_error = ""
+    try:
+        with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # by line: `tail -f` can follow a run
+            for line in proc.stdout:  # ends when papermill and its kernel have both exited
+                log.write(line)
+                cell = _CELL_LINE.search(line)
+                if cell and on_cell:
+                    on_cell(notebook.stem, int(cell.group(1)))
+                err = _ERROR_LINE.match(line)
+                if err:
+                    last_error = err.group(1).strip()
+        return proc.wait(), last_error
+    except KeyboardInterrupt:  # only in the main thread, where a sweep's workers never are: stop the child first
+        children.interrupt()
+        children.reap(proc)
+        raise
+    finally:
+        proc.stdout.close()
+        children.finished(proc)
 
 
 def write_reference(executed: Path, target: Path) -> None:

@@ -1,14 +1,16 @@
 """The sweep's record of each chapter run on each GPU: ``results/<gpu>/notebooks/<chapter>.json``.
 
-``labmagic sweep`` writes one record per chapter and GPU when a run ends: its status, the size preset, and the
-hash of the chapter's sources (:mod:`labmagic.store.fingerprint`) that the run executed. A failed run keeps, as
-``last_passed``, the run that the results still on disk came from. These records decide which chapters a sweep
-skips (up to date) and which stored results are stale.
+``labmagic sweep`` writes one record per chapter and GPU when a run ends: its status, the size preset, the
+hash of the chapter's sources (:mod:`labmagic.store.fingerprint`) that the run executed, and the hash of the
+executed notebook it published. A failed run keeps, as ``last_passed``, the run that the results still on disk came
+from. These records decide which chapters a sweep skips (up to date) and which stored results are stale.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..paths import all_chapters, atomic_write, results_dir
@@ -35,16 +37,42 @@ def passed_run(manifest: dict | None) -> dict | None:
     return manifest if manifest.get("status") == "passed" else manifest.get("last_passed")
 
 
+def notebook_hash(path: Path) -> str:
+    """sha256 (16 hex digits) of an executed notebook's bytes: which notebook a record vouches for."""
+    return content_hash(Path(path).read_bytes())
+
+
+def content_hash(data: bytes) -> str:
+    """:func:`notebook_hash` of a notebook held in memory (one a cluster worker sent back)."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def up_to_date(notebook: Path, slug: str, size: str) -> bool:
-    """The chapter's last run on this GPU passed, with these sources and this size preset."""
+    """The chapter's last run on this GPU passed, with these sources and this size preset, and the executed
+    notebook on disk is the one that run published."""
     last = read_manifest(slug, notebook.stem)
     return bool(
         last
         and last.get("status") == "passed"
         and last.get("input_hash") == chapter_hash(notebook)
         and last.get("size") == size
-        and (manifest_path(slug, notebook.stem).with_suffix(".ipynb")).exists()
+        and published_by(last, manifest_path(slug, notebook.stem).with_suffix(".ipynb"))
     )
+
+
+def published_by(record: dict, executed: Path) -> bool:
+    """Whether ``executed`` is the notebook that ``record``'s run published, not one a later, interrupted run (or
+    the papermill it orphaned) wrote over it: by the hash the record keeps, or, in records from before hashes were
+    kept, by papermill's start time falling within the recorded run."""
+    try:
+        if "notebook_hash" in record:
+            return notebook_hash(executed) == record["notebook_hash"]
+        meta = json.loads(Path(executed).read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
+        began = datetime.fromisoformat(str(meta["start_time"]))
+        run_began = datetime.fromisoformat(str(record["started"]))  # whole seconds, taken before papermill starts
+        return run_began <= began <= run_began + timedelta(seconds=float(record["seconds"]) + 1)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return False
 
 
 def stale_chapters(slug: str, skip: set[str] = frozenset()) -> list[str]:

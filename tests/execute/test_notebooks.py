@@ -86,21 +86,6 @@ def test_every_chapter_has_a_size_parameter(chapter):
 # ---------------------------------------------------------------------------------------------------- the sweep
 
 
-@pytest.fixture
-def tiny_repo(tmp_path, monkeypatch):
-    """A scratch checkout with three tiny chapters: two that pass and one that fails on purpose."""
-    root = scratch_checkout(tmp_path / "repo", with_chapters=False)
-    book = root / "book"
-    write_chapter(book / "01_alpha.ipynb", 'print(f"alpha size={size}")', title="Alpha")
-    write_chapter(book / "02_beta.ipynb", 'print("beta starts")', 'raise ValueError("beta is broken on purpose")',
-                  title="Beta")
-    write_chapter(book / "03_gamma.ipynb", "print('gamma', sum(range(10)))", title="Gamma")
-    monkeypatch.setenv("LABMAGIC_ROOT", str(root))
-    monkeypatch.setenv("LABMAGIC_FORCE_CPU", "1")
-    monkeypatch.delenv("LABMAGIC_BOOK_GPU", raising=False)
-    return root
-
-
 def _manifest(root, chapter):
     return json.loads((root / "results" / "cpu" / "notebooks" / f"{chapter}.json").read_text())
 
