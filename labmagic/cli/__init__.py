@@ -15,6 +15,8 @@ from ..errors import LabError, one_line
 #: name -> (module, one-line help)
 COMMANDS = {
     "sweep": ("labmagic.cli.sweep", "execute chapters with papermill on this machine into results/<gpu>/notebooks"),
+    "cluster": ("labmagic.cli.cluster",
+                "print (or run) the commands that start Dask workers, one per GPU, for sweep --scheduler"),
     "book": ("labmagic.cli.book", "build the static site with jupyter-book from the stored notebook outputs"),
     "calibrate": ("labmagic.cli.calibrate", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),
