@@ -17,14 +17,16 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
-from myst_parser.config.main import MdParserConfig
-from myst_parser.parsers.mdit import create_md_parser
 
-from labmagic.display import results_page
-from labmagic.display.markdown import Markup, md_table, text
-from labmagic.errors import LabError
-from labmagic.store import catalog
-from labmagic.store.bench_csv import write_rows
+pytest.importorskip("myst_parser", reason="MyST's own parser comes with the [book] extra")
+from myst_parser.config.main import MdParserConfig  # noqa: E402
+from myst_parser.parsers.mdit import create_md_parser  # noqa: E402
+
+from labmagic.display import results_page  # noqa: E402
+from labmagic.display.markdown import Markup, md_table, text  # noqa: E402
+from labmagic.errors import LabError  # noqa: E402
+from labmagic.store import catalog  # noqa: E402
+from labmagic.store.bench_csv import write_rows  # noqa: E402
 
 HOSTILE = {
     "script": "<script>document.title='pwned'</script>",
