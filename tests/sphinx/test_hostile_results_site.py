@@ -13,7 +13,6 @@ import threading
 import uuid
 
 import pytest
-from chromium import Chromium, find_chromium
 from sitebuild import build_site, page_text, scratch_checkout
 
 from labmagic.cli import book
@@ -59,15 +58,6 @@ def hostile_site(tmp_path_factory):
     yield site, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable, why = find_chromium(install=True)
-    if executable is None:
-        pytest.skip(f"headless Chromium unavailable: {why}")
-    with Chromium(executable) as chromium:
-        yield chromium
 
 
 def test_no_planted_file_reaches_the_site(hostile_site):

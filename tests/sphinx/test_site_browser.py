@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from chromium import Chromium, find_chromium
 from sitebuild import CHAPTERS, ROOT, build_site, contains, signature_lines
 
 pytestmark = pytest.mark.slow
@@ -28,15 +27,6 @@ IMAGES_JS = """(async () => {
   await Promise.all(imgs.map(i => { i.loading = 'eager'; return i.decode().catch(() => null); }));
   return imgs.map(i => ({src: i.getAttribute('src'), width: i.naturalWidth, height: i.naturalHeight}));
 })()"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable, why = find_chromium(install=True)
-    if executable is None:
-        pytest.skip(f"headless Chromium unavailable: {why}")
-    with Chromium(executable) as chromium:
-        yield chromium
 
 
 @pytest.fixture(scope="module")
