@@ -10,9 +10,10 @@ restarted, and that ``%sanitize`` finds the line.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import re
+import sys
+import typing
 
 from ..errors import LabError
 
@@ -24,8 +25,7 @@ _STICKY = re.compile(
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class Launch:
+class Launch(typing.NamedTuple):
     number: int
     kernel: str
     grid: tuple
@@ -35,25 +35,37 @@ class Launch:
 
 
 _counter = itertools.count(1)
-_recent: collections.deque[Launch] = collections.deque(maxlen=8)
+#: The last launches as plain tuples (the fields of Launch): a launch pays for one tuple, not an object.
+_recent: collections.deque[tuple] = collections.deque(maxlen=8)
 _fault: str | None = None
+#: The display hook of the running IPython shell, once one is found. While a cell runs, its ``exec_result`` is that
+#: cell's ExecutionResult, which holds the cell's number (``In [n]``).
+_displayhook = None
 
 
 class KernelFaultError(LabError, RuntimeError):
     """The CUDA context is broken by a faulting kernel; only a restart recovers it."""
 
 
-def record(kernel: str, grid: tuple, block: tuple, smem: int) -> None:
-    """Called by every labmagic launch (cheap: a deque append)."""
-    cell = None
-    try:
-        from IPython import get_ipython
+def _find_displayhook():
+    """The running IPython shell's display hook, or None. Looked up only until one is found: ``get_ipython()``
+    costs about 2 us, a launch should not, and a process keeps its one shell."""
+    global _displayhook
+    interactiveshell = sys.modules.get("IPython.core.interactiveshell")  # no IPython imported: no shell
+    if interactiveshell is not None and interactiveshell.InteractiveShell.initialized():
+        _displayhook = interactiveshell.InteractiveShell.instance().displayhook
+    return _displayhook
 
-        ip = get_ipython()
-        cell = ip.execution_count if ip is not None else None
-    except ImportError:
-        pass
-    _recent.append(Launch(next(_counter), kernel, grid, block, smem, cell))
+
+def record(kernel: str, grid: tuple, block: tuple, smem: int) -> None:
+    """Called by every labmagic launch (cheap: a tuple appended to a deque).
+
+    The cell is the one running now, read from its ExecutionResult: ``shell.execution_count`` is not it, since
+    IPython 9.10 counts a cell up as it starts (it named the next cell), before that as it ended. A launch
+    outside any cell (a thread, a plain script) names none."""
+    hook = _displayhook if _displayhook is not None else _find_displayhook()
+    result = getattr(hook, "exec_result", None)
+    _recent.append((next(_counter), kernel, grid, block, smem, result.execution_count if result is not None else None))
 
 
 def is_sticky(exc: BaseException) -> bool:
@@ -65,14 +77,15 @@ def fault_error(exc: BaseException) -> KernelFaultError:
     global _fault
     first = _fault is None
     _fault = _fault or str(exc).strip().splitlines()[0][:200]
-    if _recent:
-        last = _recent[-1]
+    recent = [Launch(*launch) for launch in _recent]
+    if recent:
+        last = recent[-1]
         where = f" in cell [{last.cell}]" if last.cell is not None else ""
         suspect = (
             f"the last kernel labmagic launched was {last.kernel}<<<{last.grid}, {last.block}, {last.smem}>>> "
             f"(launch #{last.number}{where})"
         )
-        earlier = [f"{launch.kernel} (#{launch.number})" for launch in list(_recent)[-4:-1]]
+        earlier = [f"{launch.kernel} (#{launch.number})" for launch in recent[-4:-1]]
         if earlier:
             suspect += f"; before it: {', '.join(reversed(earlier))}"
     else:

@@ -7,14 +7,26 @@ each raise one line naming the parameter. A type the table below does not know (
 is checked as NVRTC resolved it (:mod:`.type_probe`), and refused where NVRTC could not say. The launch goes
 through CuPy (which loads the CUBIN NVRTC produced) on torch's current stream, so it is ordered with torch work
 and is captured by torch's CUDA graphs.
+
+A launch is paid for on every call, and a chapter's kernel called from a model is called often, so the checks
+run in two tiers. On its first call a kernel compiles its signature, as NVRTC resolved it, into a fast check: one
+function of straight-line code that reads, on every call, all that can differ between calls (each tensor's type,
+dtype, device, contiguity and address; each value's type and range) and compares it with what the signature allows.
+It passes only the common kinds (torch tensors, Python ints, floats and bools), and a tensor only of a dtype that
+an earlier call passed the full check with: the full check below decides everything else, accepts more (CuPy
+arrays, numpy scalars) and writes every message, so a refused argument raises exactly the error it always did.
+Nothing is remembered per argument object: a new view, a moved tensor or a freed one is judged afresh.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import linecache
 import math
 import re
+import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -136,6 +148,153 @@ def _normalize_dims(value, what: str, kernel: str) -> tuple[int, int, int]:
     return dims
 
 
+_PAD = ((), (1, 1), (1,), ())
+
+
+def _dims(value) -> tuple | None:
+    """``(x, y, z)`` of an int or a tuple of 1 to 3 ints, each at least 1; None for anything else, which
+    :func:`_normalize_dims` then accepts (a list, numpy ints) or refuses with its message. Types are tested
+    exactly: ``True`` and ``1.0`` equal ``1`` but are not launch dimensions."""
+    if type(value) is int:
+        return (value, 1, 1) if value >= 1 else None
+    if type(value) is tuple and 1 <= len(value) <= 3:
+        for d in value:
+            if type(d) is not int or d < 1:
+                return None
+        return value + _PAD[len(value)]
+    return None
+
+
+_NOT_SEEN = (object(), None)
+
+# What the fast check does with a parameter.
+_POINTER, _INT, _BOOL, _FLOAT, _FULL = range(5)
+#: Largest finite bfloat16 (0x7F7F): a value no larger in magnitude rounds to a finite one.
+_BF16_MAX = 3.3895313892515355e38
+#: Numpy scalars remembered per int parameter (sizes and counts repeat from call to call); cleared when full.
+_INT_MEMO_SIZE = 256
+#: Tensor types the fast check reads directly, added as calls with them pass the full check (see _fast_tensor_type).
+_FAST_TENSOR_TYPES: set[type] = set()
+
+
+def _fast_tensor_type(cls: type) -> bool:
+    """``torch.Tensor`` itself, or a torch subclass that turns ``__torch_function__`` off (``nn.Parameter``,
+    ``nn.Buffer``): for these ``dtype``, ``is_cuda``, ``is_contiguous()`` and ``data_ptr()`` are torch's own, so
+    reading them says what the full check would find. A subclass with its own ``__torch_function__`` may answer
+    differently each time it is asked: it takes the full check every call."""
+    torch = sys.modules.get("torch")
+    return (torch is not None and issubclass(cls, torch.Tensor) and cls.__module__.startswith("torch")
+            and (cls is torch.Tensor or cls.__torch_function__ is torch._C._disabled_torch_function_impl))
+
+
+@dataclasses.dataclass
+class _ParamPlan:
+    """What the fast check does with one parameter."""
+
+    kind: int
+    #: Pointers: the element type's (dtype names, vector width), None where there is no dtype to check (a struct, a
+    #: pointer to pointers), as in _check_pointer.
+    element: tuple | None = None
+    #: Pointers: dtype -> alignment mask (``address & mask`` must be 0), for each dtype a call has passed the full
+    #: check with. Depends on the dtype alone, so it cannot go stale; a dtype not in it takes the full check.
+    masks: dict = dataclasses.field(default_factory=dict)
+    #: Values: makes the numpy scalar passed to the kernel (its C type's, or the bits of a bfloat16).
+    scalar: Callable | None = None
+    #: Values: the range the fast check passes, the C type's (ints) or its finite one (floats: a number in it cannot
+    #: round to inf, the one refusal _float_scalar makes; outside it, and NaN, the full check decides).
+    low: float = 0
+    high: float = 0
+    #: Ints: int -> its numpy scalar (making one costs about 0.2 us).
+    memo: dict = dataclasses.field(default_factory=dict)
+
+    def learn(self, value) -> None:
+        """Remember what a call that passed the full check says about ``value``'s kind of tensor."""
+        cls = type(value)
+        if self.kind != _POINTER or not (cls in _FAST_TENSOR_TYPES or _fast_tensor_type(cls)):
+            return
+        width = self.element[1] * value.element_size() if self.element is not None else 1
+        self.masks[value.dtype] = (width if width in (2, 4, 8, 16) else 1) - 1  # as _place computes it
+        _FAST_TENSOR_TYPES.add(cls)
+
+
+def _bfloat16_scalar(number: float):
+    return np.uint16(bfloat16_bits(number))
+
+
+def _remember(memo: dict, value: int, scalar):
+    if len(memo) >= _INT_MEMO_SIZE:
+        memo.clear()
+    memo[value] = result = scalar(value)
+    return result
+
+
+#: The fast check's code for one parameter ``v{i}``, which it leaves, marshalled, in ``a{i}``. Python has no
+#: cheaper way to run a check than as straight-line code: a loop over a plan costs twice as much per argument.
+_PARAM_CODE = {
+    _POINTER: """\
+    if type(v{i}) is int:  # a raw device address
+        if not 0 <= v{i} < 0x8000000000000000:
+            return None
+        a{i} = v{i}
+    else:
+        if type(v{i}) not in tensor_types:
+            return None
+        mask = masks{i}.get(v{i}.dtype)
+        if mask is None or not v{i}.is_cuda or not v{i}.is_contiguous():
+            return None
+        a{i} = v{i}.data_ptr()
+        if a{i} & mask:
+            return None
+""",
+    _INT: """\
+    if type(v{i}) is not int or not {low!r} <= v{i} <= {high!r}:
+        return None
+    a{i} = memo{i}.get(v{i})
+    if a{i} is None:
+        a{i} = remember(memo{i}, v{i}, scalar{i})
+""",
+    _BOOL: """\
+    if v{i} is True:
+        a{i} = np.True_
+    elif v{i} is False:
+        a{i} = np.False_
+    else:
+        return None
+""",
+    _FLOAT: """\
+    if (type(v{i}) is not float and type(v{i}) is not int) or not {low!r} <= v{i} <= {high!r}:
+        return None
+    a{i} = scalar{i}(float(v{i}))
+""",
+}
+
+
+def _never(args):
+    return None
+
+
+def _compile_fast_check(name: str, plans: list[_ParamPlan]) -> Callable:
+    """A function of the call's ``args`` that returns them marshalled where each is a common kind that passes, and
+    None to send the call to the full check. It reads, on every call, all that can differ between calls: each
+    tensor's type, dtype, device, contiguity and address, each value's type and range."""
+    if any(plan.kind == _FULL for plan in plans):
+        return _never
+    count = len(plans)
+    code = [f"def fast_check(args):\n    if len(args) != {count}:\n        return None\n"]
+    if count:
+        code.append(f"    {', '.join(f'v{i}' for i in range(count))}, = args\n")
+    namespace = {"np": np, "tensor_types": _FAST_TENSOR_TYPES, "remember": _remember}
+    for i, plan in enumerate(plans):
+        namespace.update({f"masks{i}": plan.masks, f"memo{i}": plan.memo, f"scalar{i}": plan.scalar})
+        code.append(_PARAM_CODE[plan.kind].format(i=i, low=plan.low, high=plan.high))
+    code.append(f"    return ({''.join(f'a{i}, ' for i in range(count))})\n")
+    source = "".join(code)
+    filename = f"<labmagic fast check of {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["fast_check"]
+
+
 class CudaKernel:
     """One ``__global__`` entry point of a compiled cell."""
 
@@ -146,6 +305,11 @@ class CudaKernel:
         self.decl = decl
         #: The CUDA source of the whole cell; benchmarks hash it into a variant's provenance.
         self.__labmagic_source__ = module.source
+        #: (args) -> marshalled args or None; compiled on the first call, when the signature's types are final.
+        self._fast_check = self._first_fast_check
+        self._plans: list[_ParamPlan] = []
+        self._function = None  # CuPy's handle, loaded on the first launch
+        self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
 
     @property
     def resources(self) -> Resources | None:
@@ -161,7 +325,56 @@ class CudaKernel:
     # -- argument checking ------------------------------------------------------------------------
 
     def check_args(self, args: tuple) -> list:
-        """Validate ``args`` against the signature and return them marshalled for the launch."""
+        """Validate ``args`` against the signature and return them marshalled: ``("ptr", address)`` per pointer,
+        ``("val", numpy scalar)`` per value."""
+        values = self._fast_check(args)
+        if values is None:
+            checked = self._check_all(args)
+            self._learn(args)
+            return checked
+        return [("ptr" if plan.kind == _POINTER else "val", v) for plan, v in zip(self._plans, values)]
+
+    def _checked_values(self, args: tuple) -> tuple:
+        """``args`` through the full check, as CuPy passes them: an address as a Python int (which CuPy sends as
+        64 bits; numpy scalars would cost one object each), a value as the numpy scalar of its C type."""
+        checked = self._check_all(args)
+        self._learn(args)
+        # An address at or above 2**63 fits no int64, which CuPy 13 turns an int into: pass it as uint64.
+        return tuple(v if kind == "val" or v < 2**63 else np.uint64(v) for kind, v in checked)
+
+    def _learn(self, args: tuple) -> None:
+        """After ``args`` passed the full check: let the fast check take their kinds of tensors from now on."""
+        for plan, value in zip(self._plans, args):
+            plan.learn(value)
+
+    def _first_fast_check(self, args: tuple) -> tuple | None:
+        self._plans = [self._plan(param) for param in self.decl.params]
+        self._fast_check = _compile_fast_check(self.name, self._plans)
+        return self._fast_check(args)
+
+    def _plan(self, param: Param) -> _ParamPlan:
+        """What the fast check does with ``param``, from its type as NVRTC resolved it."""
+        resolved = self._resolve(param)
+        if resolved is None:
+            return _ParamPlan(_FULL)
+        base, pointer = resolved
+        if pointer:
+            return _ParamPlan(_POINTER, element=_ELEMENT_TYPES.get(base) if pointer == 1 else None)
+        if base in _BFLOAT16:
+            return _ParamPlan(_FLOAT, scalar=_bfloat16_scalar, low=-_BF16_MAX, high=_BF16_MAX)
+        np_type = _SCALAR_TYPES.get(base)
+        if np_type is np.bool_:
+            return _ParamPlan(_BOOL)
+        if np_type is not None and issubclass(np_type, np.integer):
+            info = np.iinfo(np_type)
+            return _ParamPlan(_INT, scalar=np_type, low=int(info.min), high=int(info.max))
+        if np_type is not None:
+            largest = float(np.finfo(np_type).max)
+            return _ParamPlan(_FLOAT, scalar=np_type, low=-largest, high=largest)
+        return _ParamPlan(_FULL)
+
+    def _check_all(self, args: tuple) -> list:
+        """The full check: every kind of argument, every message."""
         params = self.decl.params
         if len(args) < len(params):
             missing = ", ".join(f"'{p.name}' ({p.ctype})" for p in params[len(args):])
@@ -199,6 +412,8 @@ class CudaKernel:
 
     def _check_pointer(self, base: str, pointer: int, value, where: str):
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if not 0 <= int(value) < 2**64:
+                raise ArgumentError(f"{where}: {value} is not a device address")
             return ("ptr", int(value))  # a raw device address: the caller knows what they do
         is_torch = _is_torch(value)
         if not is_torch and not any(hasattr(value, a) for a in ("__cuda_array_interface__", "__array_interface__")):
@@ -263,25 +478,40 @@ class CudaKernel:
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):
-        block3 = _normalize_dims(block, "block", self.name)
-        grid3 = _normalize_dims(grid, "grid", self.name)
-        if not _is_int(smem) or smem < 0:
-            raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
-        if block3[0] * block3[1] * block3[2] > 1024:
-            raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
-                                "the limit is 1024")
-        marshalled = self.check_args(args)
+        # The very grid or block object of the last launch is still valid: an int or a tuple of ints cannot have
+        # changed (a list could have, in place: it is never remembered).
+        last_block, last_grid = self._last_block, self._last_grid
+        new_block = block is not last_block[0]
+        block3 = (_dims(block) or _normalize_dims(block, "block", self.name)) if new_block else last_block[1]
+        new_grid = grid is not last_grid[0]
+        grid3 = (_dims(grid) or _normalize_dims(grid, "grid", self.name)) if new_grid else last_grid[1]
+        if type(smem) is not int or smem < 0:
+            if not _is_int(smem) or smem < 0:
+                raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
+            smem = int(smem)
+        if new_block:
+            if block3[0] * block3[1] * block3[2] > 1024:
+                raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
+                                    "the limit is 1024")
+            if type(block) is int or type(block) is tuple:
+                self._last_block = (block, block3)
+        if new_grid and (type(grid) is int or type(grid) is tuple):
+            self._last_grid = (grid, grid3)
+        values = self._fast_check(args)
+        if values is None:
+            values = self._checked_values(args)
         if not has_gpu():
             raise self._no_gpu()
         faults.check_context()
-        values = [np.uint64(v) if kind == "ptr" else v for kind, v in marshalled]
-        function = self.module.function(self.symbol)
+        function = self._function
+        if function is None:
+            function = self._function = self.module.function(self.symbol)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
             function.max_dynamic_shared_size_bytes = smem
         cupy = _cupy()
         try:
-            with _torch_stream(cupy):
-                function(grid3, block3, tuple(values), shared_mem=int(smem))
+            # stream= rather than `with stream:`: the same launch without entering and leaving CuPy's stream stack.
+            function(grid3, block3, values, shared_mem=smem, stream=_launch_stream(cupy))
         except cupy.cuda.driver.CUDADriverError as exc:
             if faults.is_sticky(exc):
                 raise faults.fault_error(exc) from None
@@ -289,7 +519,7 @@ class CudaKernel:
             detail = f" ({res.registers} registers/thread, {res.smem_static} B static smem)" if res else ""
             raise LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: "
                               f"{exc}{detail}") from None
-        faults.record(self.name, grid3, block3, int(smem))
+        faults.record(self.name, grid3, block3, smem)
 
 
 def _float_scalar(base: str, np_type, value, where: str):
@@ -329,13 +559,31 @@ def _cupy():
     return cupy
 
 
-def _torch_stream(cupy):
+def _launch_stream(cupy):
     """CuPy's view of torch's current stream (or CuPy's own when torch is absent)."""
+    handle = _stream_handle_reader()
+    return cupy.cuda.get_current_stream() if handle is None else _cupy_stream(handle())
+
+
+@functools.cache
+def _stream_handle_reader():
+    """A function that returns the raw handle of torch's current stream on the current device; None without torch.
+
+    ``torch.cuda.current_stream()`` builds a Stream object on every call; torch's own raw reader (what
+    TorchInductor's generated code calls before each launch) returns the handle alone. It is private, so it is
+    used only where it answers as the public call does, and the public call stands in for it elsewhere."""
     try:
         import torch
     except ImportError:
-        return cupy.cuda.get_current_stream()
-    return _cupy_stream(torch.cuda.current_stream().cuda_stream)
+        return None
+    public = torch.cuda.current_stream().cuda_stream  # also initialises torch's CUDA state, once
+    raw, device = getattr(torch._C, "_cuda_getCurrentRawStream", None), getattr(torch._C, "_cuda_getDevice", None)
+    try:
+        if raw is not None and device is not None and raw(device()) == public:
+            return lambda: raw(device())
+    except (TypeError, RuntimeError):
+        pass
+    return lambda: torch.cuda.current_stream().cuda_stream
 
 
 class _StreamHandle:
