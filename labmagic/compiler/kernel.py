@@ -22,17 +22,26 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import linecache
 import math
 import re
-import sys
-from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
 from . import faults, nvrtc
+from .fast_check import (
+    BF16_MAX,
+    BOOL,
+    FLOAT,
+    FULL,
+    INT,
+    POINTER,
+    ParamPlan,
+    bfloat16_bits,
+    bfloat16_scalar,
+    compile_fast_check,
+)
 from .resources import Resources
 from .signature import KernelDecl, Param, parse_kernels
 
@@ -42,9 +51,10 @@ class LaunchError(LabError, RuntimeError):
 
 
 # C element type -> (accepted dtype names, vector width). dtype names are torch/numpy spellings.
-_FLOAT = ("float32",)
+_FLOAT32 = ("float32",)
 _ELEMENT_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
-    "float": (_FLOAT, 1), "float1": (_FLOAT, 1), "float2": (_FLOAT, 2), "float3": (_FLOAT, 3), "float4": (_FLOAT, 4),
+    "float": (_FLOAT32, 1), "float1": (_FLOAT32, 1), "float2": (_FLOAT32, 2), "float3": (_FLOAT32, 3),
+    "float4": (_FLOAT32, 4),
     "double": (("float64",), 1), "double2": (("float64",), 2),
     "half": (("float16",), 1), "__half": (("float16",), 1), "half2": (("float16",), 2), "__half2": (("float16",), 2),
     "__nv_bfloat16": (("bfloat16",), 1), "nv_bfloat16": (("bfloat16",), 1), "__bf16": (("bfloat16",), 1),
@@ -83,23 +93,6 @@ _SCALAR_TYPES: dict[str, type] = {
 _BFLOAT16 = {"__nv_bfloat16", "nv_bfloat16", "__bf16"}
 #: Types checked from the tables above; any other is asked of NVRTC.
 KNOWN_TYPES = frozenset(_ELEMENT_TYPES) | frozenset(_SCALAR_TYPES) | _BFLOAT16 | {"void"}
-
-
-def bfloat16_bits(value: float) -> int:
-    """The bits of ``value`` rounded to bfloat16: to nearest, ties to even, from the value itself.
-
-    Rounding to float32 first and then to bfloat16 would round twice (1 + 2**-8 + 2**-30 would land on the tie
-    1 + 2**-8 and go down to 1.0). Rounding to float32 *to odd* keeps the sticky bit, so the second rounding is
-    exact: float32 carries more than 8 + 2 bits of bfloat16's precision.
-    """
-    if math.isnan(value):
-        return 0xFFC0 if math.copysign(1.0, value) < 0 else 0x7FC0
-    with np.errstate(over="ignore"):
-        single = np.float32(value)
-    if np.isfinite(single) and float(single) != value and not int(single.view(np.uint32)) & 1:
-        single = np.nextafter(single, np.float32(math.copysign(np.inf, value - float(single))))
-    bits = int(np.float32(single).view(np.uint32))
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
 def _is_int(value) -> bool:
@@ -167,134 +160,6 @@ def _dims(value) -> tuple | None:
 
 _NOT_SEEN = (object(), None)
 
-# What the fast check does with a parameter.
-_POINTER, _INT, _BOOL, _FLOAT, _FULL = range(5)
-#: Largest finite bfloat16 (0x7F7F): a value no larger in magnitude rounds to a finite one.
-_BF16_MAX = 3.3895313892515355e38
-#: Numpy scalars remembered per int parameter (sizes and counts repeat from call to call); cleared when full.
-_INT_MEMO_SIZE = 256
-#: Tensor types the fast check reads directly, added as calls with them pass the full check (see _fast_tensor_type).
-_FAST_TENSOR_TYPES: set[type] = set()
-
-
-def _fast_tensor_type(cls: type) -> bool:
-    """``torch.Tensor`` itself, or a torch subclass that turns ``__torch_function__`` off (``nn.Parameter``,
-    ``nn.Buffer``): for these ``dtype``, ``is_cuda``, ``is_contiguous()`` and ``data_ptr()`` are torch's own, so
-    reading them says what the full check would find. A subclass with its own ``__torch_function__`` may answer
-    differently each time it is asked: it takes the full check every call."""
-    torch = sys.modules.get("torch")
-    return (torch is not None and issubclass(cls, torch.Tensor) and cls.__module__.startswith("torch")
-            and (cls is torch.Tensor or cls.__torch_function__ is torch._C._disabled_torch_function_impl))
-
-
-@dataclasses.dataclass
-class _ParamPlan:
-    """What the fast check does with one parameter."""
-
-    kind: int
-    #: Pointers: the element type's (dtype names, vector width), None where there is no dtype to check (a struct, a
-    #: pointer to pointers), as in _check_pointer.
-    element: tuple | None = None
-    #: Pointers: dtype -> alignment mask (``address & mask`` must be 0), for each dtype a call has passed the full
-    #: check with. Depends on the dtype alone, so it cannot go stale; a dtype not in it takes the full check.
-    masks: dict = dataclasses.field(default_factory=dict)
-    #: Values: makes the numpy scalar passed to the kernel (its C type's, or the bits of a bfloat16).
-    scalar: Callable | None = None
-    #: Values: the range the fast check passes, the C type's (ints) or its finite one (floats: a number in it cannot
-    #: round to inf, the one refusal _float_scalar makes; outside it, and NaN, the full check decides).
-    low: float = 0
-    high: float = 0
-    #: Ints: int -> its numpy scalar (making one costs about 0.2 us).
-    memo: dict = dataclasses.field(default_factory=dict)
-
-    def learn(self, value) -> None:
-        """Remember what a call that passed the full check says about ``value``'s kind of tensor."""
-        cls = type(value)
-        if self.kind != _POINTER or not (cls in _FAST_TENSOR_TYPES or _fast_tensor_type(cls)):
-            return
-        width = self.element[1] * value.element_size() if self.element is not None else 1
-        self.masks[value.dtype] = (width if width in (2, 4, 8, 16) else 1) - 1  # as _place computes it
-        _FAST_TENSOR_TYPES.add(cls)
-
-
-def _bfloat16_scalar(number: float):
-    return np.uint16(bfloat16_bits(number))
-
-
-def _remember(memo: dict, value: int, scalar):
-    if len(memo) >= _INT_MEMO_SIZE:
-        memo.clear()
-    memo[value] = result = scalar(value)
-    return result
-
-
-#: The fast check's code for one parameter ``v{i}``, which it leaves, marshalled, in ``a{i}``. Python has no
-#: cheaper way to run a check than as straight-line code: a loop over a plan costs twice as much per argument.
-_PARAM_CODE = {
-    _POINTER: """\
-    if type(v{i}) is int:  # a raw device address
-        if not 0 <= v{i} < 0x8000000000000000:
-            return None
-        a{i} = v{i}
-    else:
-        if type(v{i}) not in tensor_types:
-            return None
-        mask = masks{i}.get(v{i}.dtype)
-        if mask is None or not v{i}.is_cuda or not v{i}.is_contiguous():
-            return None
-        a{i} = v{i}.data_ptr()
-        if a{i} & mask:
-            return None
-""",
-    _INT: """\
-    if type(v{i}) is not int or not {low!r} <= v{i} <= {high!r}:
-        return None
-    a{i} = memo{i}.get(v{i})
-    if a{i} is None:
-        a{i} = remember(memo{i}, v{i}, scalar{i})
-""",
-    _BOOL: """\
-    if v{i} is True:
-        a{i} = np.True_
-    elif v{i} is False:
-        a{i} = np.False_
-    else:
-        return None
-""",
-    _FLOAT: """\
-    if (type(v{i}) is not float and type(v{i}) is not int) or not {low!r} <= v{i} <= {high!r}:
-        return None
-    a{i} = scalar{i}(float(v{i}))
-""",
-}
-
-
-def _never(args):
-    return None
-
-
-def _compile_fast_check(name: str, plans: list[_ParamPlan]) -> Callable:
-    """A function of the call's ``args`` that returns them marshalled where each is a common kind that passes, and
-    None to send the call to the full check. It reads, on every call, all that can differ between calls: each
-    tensor's type, dtype, device, contiguity and address, each value's type and range."""
-    if any(plan.kind == _FULL for plan in plans):
-        return _never
-    count = len(plans)
-    code = [f"def fast_check(args):\n    if len(args) != {count}:\n        return None\n"]
-    if count:
-        code.append(f"    {', '.join(f'v{i}' for i in range(count))}, = args\n")
-    namespace = {"np": np, "tensor_types": _FAST_TENSOR_TYPES, "remember": _remember}
-    for i, plan in enumerate(plans):
-        namespace.update({f"masks{i}": plan.masks, f"memo{i}": plan.memo, f"scalar{i}": plan.scalar})
-        code.append(_PARAM_CODE[plan.kind].format(i=i, low=plan.low, high=plan.high))
-    code.append(f"    return ({''.join(f'a{i}, ' for i in range(count))})\n")
-    source = "".join(code)
-    filename = f"<labmagic fast check of {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace["fast_check"]
-
-
 class CudaKernel:
     """One ``__global__`` entry point of a compiled cell."""
 
@@ -307,7 +172,7 @@ class CudaKernel:
         self.__labmagic_source__ = module.source
         #: (args) -> marshalled args or None; compiled on the first call, when the signature's types are final.
         self._fast_check = self._first_fast_check
-        self._plans: list[_ParamPlan] = []
+        self._plans: list[ParamPlan] = []
         self._function = None  # CuPy's handle, loaded on the first launch
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
 
@@ -332,7 +197,7 @@ class CudaKernel:
             checked = self._check_all(args)
             self._learn(args)
             return checked
-        return [("ptr" if plan.kind == _POINTER else "val", v) for plan, v in zip(self._plans, values)]
+        return [("ptr" if plan.kind == POINTER else "val", v) for plan, v in zip(self._plans, values)]
 
     def _checked_values(self, args: tuple) -> tuple:
         """``args`` through the full check, as CuPy passes them: an address as a Python int (which CuPy sends as
@@ -349,29 +214,29 @@ class CudaKernel:
 
     def _first_fast_check(self, args: tuple) -> tuple | None:
         self._plans = [self._plan(param) for param in self.decl.params]
-        self._fast_check = _compile_fast_check(self.name, self._plans)
+        self._fast_check = compile_fast_check(self.name, self._plans)
         return self._fast_check(args)
 
-    def _plan(self, param: Param) -> _ParamPlan:
+    def _plan(self, param: Param) -> ParamPlan:
         """What the fast check does with ``param``, from its type as NVRTC resolved it."""
         resolved = self._resolve(param)
         if resolved is None:
-            return _ParamPlan(_FULL)
+            return ParamPlan(FULL)
         base, pointer = resolved
         if pointer:
-            return _ParamPlan(_POINTER, element=_ELEMENT_TYPES.get(base) if pointer == 1 else None)
+            return ParamPlan(POINTER, element=_ELEMENT_TYPES.get(base) if pointer == 1 else None)
         if base in _BFLOAT16:
-            return _ParamPlan(_FLOAT, scalar=_bfloat16_scalar, low=-_BF16_MAX, high=_BF16_MAX)
+            return ParamPlan(FLOAT, scalar=bfloat16_scalar, low=-BF16_MAX, high=BF16_MAX)
         np_type = _SCALAR_TYPES.get(base)
         if np_type is np.bool_:
-            return _ParamPlan(_BOOL)
+            return ParamPlan(BOOL)
         if np_type is not None and issubclass(np_type, np.integer):
             info = np.iinfo(np_type)
-            return _ParamPlan(_INT, scalar=np_type, low=int(info.min), high=int(info.max))
+            return ParamPlan(INT, scalar=np_type, low=int(info.min), high=int(info.max))
         if np_type is not None:
             largest = float(np.finfo(np_type).max)
-            return _ParamPlan(_FLOAT, scalar=np_type, low=-largest, high=largest)
-        return _ParamPlan(_FULL)
+            return ParamPlan(FLOAT, scalar=np_type, low=-largest, high=largest)
+        return ParamPlan(FULL)
 
     def _check_all(self, args: tuple) -> list:
         """The full check: every kind of argument, every message."""

@@ -149,7 +149,7 @@ def test_a_changed_layout_is_checked_again(axpy4):
 
 
 def test_only_plain_tensor_types_are_read_directly():
-    from labmagic.compiler.kernel import _fast_tensor_type
+    from labmagic.compiler.fast_check import fast_tensor_type as _fast_tensor_type
 
     class Logged(torch.Tensor):  # a subclass with its own __torch_function__ could answer differently each time
         __module__ = "torch.labmagic_logged"
