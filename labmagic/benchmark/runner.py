@@ -38,10 +38,17 @@ FLOOR_SLACK = 0.02
 
 # -- correctness -------------------------------------------------------------------------------------
 
-class _Failed(Exception):
-    def __init__(self, status: str, message: str):
+class CheckFailed(Exception):
+    """A variant failed its correctness check: ``status`` is the row's status, ``shape`` the check shape it
+    failed at (None when no single shape is to blame, e.g. ``needs_gpu``), ``max_rel_err`` the mismatch's worst
+    relative error (None unless an output was compared)."""
+
+    def __init__(self, status: str, message: str, shape: tuple[int, ...] | None = None,
+                 max_rel_err: float | None = None):
         super().__init__(message)
         self.status = status
+        self.shape = shape
+        self.max_rel_err = max_rel_err
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -72,7 +79,7 @@ def _out_nbytes(out) -> int:
 def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float | None:
     """Check one variant on the race's check shapes; return its worst relative error (None: no shape to check).
 
-    Raises :class:`_Failed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
+    Raises :class:`CheckFailed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
     The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
     an output buffer the variant forgets to write can neither reuse the reference's correct result nor
     read as zeros that happen to be right.
@@ -85,18 +92,19 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
         try:
             expected = ref(*inputs)
         except Exception as exc:  # noqa: BLE001
-            raise _Failed(ERROR, f"reference {race.ref!r} failed at {shape_str(shape)}: {_describe(exc)}") from exc
+            raise CheckFailed(ERROR, f"reference {race.ref!r} failed at {shape_str(shape)}: {_describe(exc)}",
+                              shape) from exc
         checks.poison_allocator(_out_nbytes(expected), checks.to_torch(inputs[0]).device
                                 if inputs and hasattr(inputs[0], "device") else "cpu")
         try:
             out = fn(*inputs)
         except NoGPUError as exc:
-            raise _Failed(NEEDS_GPU, str(exc)) from exc
+            raise CheckFailed(NEEDS_GPU, str(exc)) from exc
         except Exception as exc:  # noqa: BLE001 - a raising variant is a row, not a crash
-            raise _Failed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}") from exc
+            raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
         if not result:
-            raise _Failed(MISMATCH, f"at {shape_str(shape)}: {result.reason}")
+            raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.max_rel_err)
         worst = max(worst or 0.0, result.max_rel_err)
     return worst
 
@@ -106,7 +114,7 @@ def _check_inputs(race: Race, shape: tuple[int, ...]) -> tuple:
     try:
         return race.make_inputs(*shape)
     except Exception as exc:  # noqa: BLE001
-        raise _Failed(ERROR, f"making inputs at {shape_str(shape)}: {_describe(exc)}") from exc
+        raise CheckFailed(ERROR, f"making inputs at {shape_str(shape)}: {_describe(exc)}", shape) from exc
 
 
 def recheck(race: Race, output, inputs: tuple) -> checks.CheckResult:
@@ -281,7 +289,7 @@ def _check_all(race: Race, names: list[str], check: bool) -> dict[str, tuple[str
             continue
         try:
             verdicts[name] = (OK, "", check_variant(race, name))
-        except _Failed as failure:
+        except CheckFailed as failure:
             verdicts[name] = (failure.status, str(failure), None)
     return verdicts
 

@@ -7,6 +7,7 @@ The parent side lives here; the child side is :mod:`labmagic.child.worker`.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import keyword
 import os
@@ -38,6 +39,19 @@ def split_param(item: str) -> tuple[str, str]:
     if not sep:
         raise LabError(f"-p {item!r}: expected NAME=VALUE")
     return check_param_name(name), value
+
+
+def parse_params(items) -> dict:
+    """``-p NAME=VALUE`` items as parameters: each VALUE a Python literal where it reads as one (``3``, ``'quick'``,
+    ``[1, 2]``), else the text as typed (``quick``); each NAME checked."""
+    params = {}
+    for item in items:
+        name, value = split_param(item)
+        try:
+            params[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            params[name] = value
+    return params
 
 
 def param_arg(item: str) -> str:

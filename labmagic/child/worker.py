@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from ..store.schema import shape_str
-from .protocol import MARKER, param_arg, split_param
+from .protocol import MARKER, param_arg, parse_params
 
 
 def parse_shape(tokens: list[str]) -> tuple[int, ...]:
@@ -141,15 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a papermill parameter of the chapter (VALUE is a Python literal or a string)")
     args = parser.parse_args(argv)
 
-    import ast
-
-    params = {}
-    for item in args.param:
-        name, value = split_param(item)
-        try:
-            params[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            params[name] = value
+    params = parse_params(args.param)
     if args.mode == "sanitize":  # before torch/JAX allocate: see labmagic.sanitize.UNPOOLED
         import os
 

@@ -19,6 +19,8 @@ COMMANDS = {
                 "print (or run) the commands that start Dask workers, one per GPU, for sweep --scheduler"),
     "book": ("labmagic.cli.book", "build the static site with jupyter-book from the stored notebook outputs"),
     "calibrate": ("labmagic.cli.calibrate", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
+    "test": ("labmagic.cli.test", "check every variant of a chapter against its reference on the check shapes; "
+             "no timing"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),
     "sanitize": ("labmagic.cli.sanitize", "run a chapter's variants under compute-sanitizer"),
     "results": ("labmagic.cli.results",

@@ -1,4 +1,4 @@
-"""The arguments of the commands that run a chapter's variants in a child (``profile``, ``sanitize``)."""
+"""The arguments of the commands that run a chapter's variants (``test``, and in a child ``profile``, ``sanitize``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from ..paths import check_variant_name
 
 
 def add_chapter_arguments(parser, verb: str) -> None:
-    """The arguments every command that runs a chapter's variants in a child takes (profile, sanitize)."""
+    """The arguments every command that runs a chapter's variants takes (test, profile, sanitize)."""
     parser.add_argument("chapter", help="chapter number, stem or name (01, 01_vector_add, vector_add)")
     parser.add_argument("--variant", action="append", help=f"variant(s) to {verb} (default: all)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", type=param_arg,

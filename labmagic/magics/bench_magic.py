@@ -3,7 +3,8 @@
 It parses its line (``@magic_arguments``, so ``%bench?`` is the manual), looks the race up in the
 notebook's namespace, calls ``bench`` and returns the :class:`BenchResult`, which displays itself as
 the cell's output (``r = %bench race`` keeps it). Defaults live in the ``Bench`` configurable:
-``%config Bench.rep_ms = 200``.
+``%config Bench.rep_ms = 200``. ``%bench race --check`` runs only the correctness pass
+(:func:`labmagic.benchmark.verify.verify`) and returns its pass/fail table.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class BenchMagics(Magics):
     @argument("--shapes", nargs="+", metavar="SHAPE",
               help="shapes to time instead of the race's: 2**20, 4096x4096, '(64,128)'")
     @argument("--variants", help="comma-separated variants to run (the reference always runs)")
+    @argument("--check", action="store_true",
+              help="only the correctness pass: every variant on the check shapes (--shapes replaces them), "
+                   "no timing, nothing saved; returns a pass/fail table")
     @argument("--no-check", action="store_true", help="skip the correctness pass before timing")
     @argument("--no-save", action="store_true", help="do not write results/<gpu>/bench/")
     @argument("--no-plot", action="store_true", help="no plots under the table")
@@ -98,6 +102,12 @@ class BenchMagics(Magics):
             raise LabError(f"%bench: {args.race!r} is not a labmagic.benchmark.Race in this notebook")
         shapes = [parse_shape(t, self.shell.ev) for t in args.shapes] if args.shapes else None
         variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+        if args.check:
+            if args.no_check:
+                raise LabError("%bench: --check and --no-check contradict each other")
+            from ..benchmark.verify import verify
+
+            return verify(race, variants=variants, shapes=shapes)
         s = self.settings
         return bench(race, shapes=shapes, variants=variants, check=not args.no_check,
                      save=None if (s.save and not args.no_save) else False,
