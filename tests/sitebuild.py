@@ -29,10 +29,13 @@ def build_site(root: Path, scratch: Path) -> Path:
 
 
 def scratch_checkout(dest: Path, *, with_chapters: bool = True, with_results: bool = False) -> Path:
-    """What a book build and a sweep read: _config.yml, _toc.yml, book/ (and results/), copied to ``dest``."""
+    """What a book build and a sweep read: _config.yml, _toc.yml, _static/, book/ (and results/), copied to
+    ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, dest / name)
+    if (ROOT / "_static").is_dir():  # the site's CSS
+        shutil.copytree(ROOT / "_static", dest / "_static", dirs_exist_ok=True)
     (dest / "labmagic").mkdir(exist_ok=True)  # repo_root() recognises a checkout by _toc.yml + labmagic/
     (dest / "book").mkdir(exist_ok=True)
     for path in BOOK.iterdir():

@@ -1,0 +1,154 @@
+"""The built site read the way a reader sees it: opened from disk in headless Chromium with the network switched off.
+
+Formulas render from the MathJax bundled into ``_static/mathjax`` (no CDN); chapter titles carry their number once;
+a wide window shows one search box; the ``%bench`` and ``%ncu`` tables are padded, keep each value on one line, and
+scroll inside the text column rather than running past it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sitebuild import CHAPTERS, ROOT, build_site
+
+pytestmark = pytest.mark.slow
+
+WIDE = 1400
+
+#: Resolves once MathJax has typeset the page (or at once when the page loaded no MathJax); then the math counts.
+MATH_JS = """(async () => {
+  const startup = window.MathJax && window.MathJax.startup;
+  if (startup && startup.promise) await startup.promise;
+  const math = [...document.querySelectorAll('article .math')];
+  return {math: math.length,
+          rendered: math.filter(m => m.querySelector('mjx-container')).length,
+          raw: math.filter(m => /\\\\[(\\[]/.test(m.innerText)).map(m => m.innerText.slice(0, 60)),
+          mathjax: Boolean(startup)};
+})()"""
+
+#: Every resource the page asked for, as (scheme, url): nothing may come from http(s).
+RESOURCES_JS = "performance.getEntriesByType('resource').map(e => e.name)"
+
+#: Search boxes a reader can see (the theme's search buttons and fields with a non-empty box).
+SEARCH_JS = """[...document.querySelectorAll('.search-button-field, .search-button, input[type=search]')]
+  .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0
+                 && getComputedStyle(e).visibility !== 'hidden'; })
+  .map(e => e.className)"""
+
+#: For each %bench / %ncu table: its cells' padding and wrapping, and where its last column ends once its scroll
+#: container (if any) is scrolled to the end, against the right edge of the text column.
+TABLES_JS = """(() => {
+  const article = document.querySelector('article.bd-article');
+  const a = article.getBoundingClientRect();
+  const columnRight = a.right - parseFloat(getComputedStyle(article).paddingRight);
+  return [...document.querySelectorAll('.labmagic-bench table, .labmagic-ncu table')].map(t => {
+    const cells = [...t.querySelectorAll('td')];
+    const styles = cells.map(c => getComputedStyle(c));
+    let box = t.parentElement;
+    while (box && box !== article && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) {
+      box = box.parentElement;
+    }
+    const scroller = box && box !== article ? box : null;
+    if (scroller) scroller.scrollLeft = scroller.scrollWidth;
+    const last = t.querySelector('tr').lastElementChild.getBoundingClientRect();
+    const edge = scroller ? scroller.getBoundingClientRect().right : columnRight;
+    return {kind: t.closest('.labmagic-bench') ? 'bench' : 'ncu',
+            minPadding: Math.min(...styles.map(s => Math.min(parseFloat(s.paddingLeft), parseFloat(s.paddingRight)))),
+            wrapping: styles.filter(s => s.whiteSpace !== 'nowrap').length,
+            tableRight: t.getBoundingClientRect().right, columnRight,
+            scroller: scroller ? {right: edge, scrollWidth: scroller.scrollWidth, clientWidth: scroller.clientWidth}
+                               : null,
+            lastRight: last.right, visibleRight: edge};
+  });
+})()"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The repository's book, built (the same cached build that the other site tests read)."""
+    return build_site(ROOT, tmp_path_factory.mktemp("book"))
+
+
+def _offline_page(browser, path, width: int | None = None):
+    """``path`` of the built site opened as a file:// page with the browser's network switched off."""
+    page = browser.page("about:blank")
+    browser.send("Network.enable", session=page.session)
+    browser.send("Network.emulateNetworkConditions",
+                 {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+                 session=page.session)
+    if width:
+        browser.send("Emulation.setDeviceMetricsOverride",
+                     {"width": width, "height": browser.height, "deviceScaleFactor": 1, "mobile": False},
+                     session=page.session)
+    page.goto(path.resolve().as_uri())
+    return page
+
+
+def _has_math(chapter) -> bool:
+    return bool(re.search(r"\$[^$\s][^$]*\$", chapter.read_text(encoding="utf-8")))
+
+
+MATH_CHAPTERS = [c for c in CHAPTERS if _has_math(c)]
+
+
+def test_some_chapter_has_math():
+    assert MATH_CHAPTERS, "no chapter holds a $...$ formula: the MathJax test below would check nothing"
+
+
+@pytest.mark.parametrize("chapter", MATH_CHAPTERS, ids=[c.stem for c in MATH_CHAPTERS])
+def test_formulas_render_offline_from_the_bundled_mathjax(browser, site, chapter):
+    page = _offline_page(browser, site / "book" / f"{chapter.stem}.html")
+    math = page.evaluate(MATH_JS)
+    assert math["mathjax"], f"{chapter.stem}: MathJax did not load with the network off"
+    assert math["math"] > 0, f"{chapter.stem}: no formula on the page, though the notebook has $...$"
+    assert math["rendered"] == math["math"], f"{chapter.stem}: {math['math'] - math['rendered']} formulas unrendered"
+    assert not math["raw"], f"{chapter.stem}: raw TeX on the page: {math['raw'][:3]}"
+    remote = [url for url in page.evaluate(RESOURCES_JS) if url.startswith(("http:", "https:"))]
+    assert not remote, f"{chapter.stem} asked the network for {remote[:3]}"
+
+
+def test_built_pages_reference_no_remote_script_or_stylesheet(site):
+    remote = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)=[\"']?(?:https?:)?//", re.IGNORECASE)
+    pages = sorted(site.rglob("*.html"))
+    assert any((site / "_static" / "mathjax").glob("tex-*.js")), "no MathJax bundled into _static/mathjax"
+    offenders = [str(p.relative_to(site)) for p in pages if remote.search(p.read_text(encoding="utf-8"))]
+    assert pages and not offenders, f"pages loading a script or stylesheet from the network: {offenders[:5]}"
+
+
+def test_chapter_titles_carry_their_number_once(browser, site):
+    href = f"{CHAPTERS[0].stem}.html"
+    # The sidebar as seen from another page (on the chapter's own page its entry links to "#").
+    entry = _offline_page(browser, site / "book" / "results.html", WIDE).evaluate(
+        f"[...document.querySelectorAll('.bd-sidebar-primary a')]"
+        f".filter(a => a.getAttribute('href').endsWith('{href}')).map(a => a.innerText.trim())")
+    title = _offline_page(browser, site / "book" / href, WIDE).evaluate(
+        "document.querySelector('article h1').innerText.trim()")
+    number = CHAPTERS[0].stem[:2]
+    assert entry, f"no sidebar entry links to {href}"
+    for text in (*entry, title):
+        assert text.startswith(f"{number} ·"), f"title not led by its own number {number}: {text!r}"
+        assert not re.match(r"\d+(\.\d+)*\.\s", text), f"title numbered twice: {text!r}"
+
+
+def test_one_search_box_at_a_wide_window(browser, site):
+    for name in (f"book/{CHAPTERS[0].stem}.html", "book/results.html"):
+        shown = _offline_page(browser, site / name, WIDE).evaluate(SEARCH_JS)
+        assert len(shown) == 1, f"{name} at {WIDE} px shows {len(shown)} search boxes: {shown}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_bench_and_ncu_tables_are_padded_and_stay_in_the_column(browser, site, chapter):
+    tables = _offline_page(browser, site / "book" / f"{chapter.stem}.html", WIDE).evaluate(TABLES_JS)
+    if chapter.stem.startswith("01_"):
+        assert {t["kind"] for t in tables} == {"bench", "ncu"}, "chapter 01 stores both %bench and %ncu tables"
+    for i, t in enumerate(tables):
+        where = f"{chapter.stem}, {t['kind']} table {i}"
+        assert t["minPadding"] >= 4, f"{where}: cells padded only {t['minPadding']} px"
+        assert t["wrapping"] == 0, f"{where}: {t['wrapping']} cells may break a value across lines"
+        scroller = t["scroller"]
+        if scroller is None:
+            assert t["tableRight"] <= t["columnRight"] + 1, f"{where} runs past the text column: {t}"
+            continue
+        assert scroller["right"] <= t["columnRight"] + 1, f"{where}: its scroll box runs past the text column: {t}"
+        assert t["lastRight"] <= t["visibleRight"] + 1, f"{where}: last column out of reach even scrolled: {t}"
