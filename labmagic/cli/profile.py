@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..child.ncu_run import ProfilerError, find_ncu, profile_variant
+from ..display.profile_view import shown_path
 from ..runtime import require_gpu
 from .chapter_args import add_chapter_arguments, chapter_variants
 
@@ -33,5 +34,5 @@ def run(args) -> int:
             failed += 1
             continue
         print(repr(result))
-        print(f"  report: {result.report}\n")
+        print(f"  report: {shown_path(result.report)}\n")
     return 1 if failed else 0

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
+
+from ..paths import repo_root
 
 
 def _si(value, unit: str, digits: int = 3) -> str:
@@ -29,6 +32,18 @@ def _pct(value) -> str:
 
 def _count(value) -> str:
     return "-" if value is None else _si(value, "").strip()
+
+
+def shown_path(path) -> str:
+    """``path`` relative to the checkout when it lies inside it (a published log then names no machine's
+    folders), else as given."""
+    path = Path(path)
+    if path.is_absolute():
+        root = repo_root()
+        for candidate in (path, path.resolve()):
+            if candidate.is_relative_to(root):
+                return candidate.relative_to(root).as_posix()
+    return str(path)
 
 
 def kernel_lines(k) -> list[str]:
@@ -75,7 +90,7 @@ def profile_text(result) -> str:
     for k in result.kernels:
         lines.extend(kernel_lines(k))
     if result.report:
-        lines.append(f"full report: {result.report}")
+        lines.append(f"full report: {shown_path(result.report)}")
     return "\n".join(lines)
 
 
@@ -100,6 +115,6 @@ def profile_html(result) -> str:
             f"{html.escape(result.shape)}</p>"
             + (f"<p>{html.escape(traffic)}</p>" if traffic else "")
             + "<table><tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>" + "".join(rows) + "</table>"
-            + (f"<p style='font-size:85%'>full report: <code>{html.escape(str(result.report))}</code></p>"
+            + (f"<p style='font-size:85%'>full report: <code>{html.escape(shown_path(result.report))}</code></p>"
                if result.report else "")
             + "</div>")

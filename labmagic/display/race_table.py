@@ -1,10 +1,14 @@
-"""How a :class:`labmagic.benchmark.race.BenchResult` looks: one table per shape, HTML and plain text.
+"""How a :class:`labmagic.benchmark.race.BenchResult` looks: HTML and plain text.
 
 Both renderings carry the same facts in the same order: the GPU and timer named in a header line
 (or, without a GPU, the statement that nothing was measured and which spec the prediction uses), then
-per shape a table whose marks are explained in a footer: ``*`` allocator retries during the calls,
-``!`` faster than the physical floor (suspicious, not a win). The plain text reads well in a papermill
-log, a terminal and a diff, so it has no colours and fixed column widths.
+the table(s), then a footer. A measurement has one table per shape, whose marks the footer explains:
+``*`` allocator retries during the calls, ``!`` faster than the physical floor (suspicious, not a win).
+A prediction (no GPU) has one compact table: a row per variant, a column per shape, each cell the floor
+in ms or, where the variant would not run there, its status; what is the same on every row (the
+variants that need a GPU, an error repeated at every shape) is said once, below the table.
+The plain text reads well in a papermill log, a terminal and a diff, so it has no colours and fixed
+column widths.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import html
 
 MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "min-max ms", "TFLOP/s", "GB/s", "% SOL",
                     "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
-PREDICTED_COLUMNS = ["variant", "backend", "status", "floor ms", "GB/s at floor", "TFLOP/s at floor", "note"]
+#: The prediction's leading columns; one column per shape follows, each cell the floor in ms or the status.
+PREDICTED_COLUMNS = ["variant", "backend", "status"]
 
 
 def _num(value, digits: int = 3) -> str:
@@ -48,12 +53,6 @@ def _note(row) -> str:
 
 
 def _cells(result, row) -> list[str]:
-    if not result.measured:
-        floor = row.predicted_ms
-        # The floor's own throughput: what a perfect kernel would reach on the target.
-        gbps = row.nbytes / (floor * 1e-3) / 1e9 if floor and row.nbytes else None
-        tflops = row.flops / (floor * 1e-3) / 1e12 if floor and row.flops else None
-        return [row.variant, row.backend, _status(row), _num(floor, 4), _num(gbps), _num(tflops), _note(row)]
     median = _num(row.ms_median, 4)
     if row.ms_median is not None:
         median += "*" if row.alloc_retries else ""
@@ -102,10 +101,70 @@ def _floor_line(rows) -> str:
     return ""
 
 
+# -- a prediction (no GPU): one table, variants by shapes ----------------------------------------
+
+#: Statuses under which a variant would run on the GPU: its cell shows the floor it aims at.
+_AIMS_AT_FLOOR = ("predicted", "needs_gpu")
+
+
+def _prediction(result):
+    """(title, table, failed, notes): the compact prediction table as strings (its first line the column names),
+    which of its lines are variants that failed on CPU, and the notes said once below it.
+
+    A variant's cells show the floor where it would run (checked on CPU, or needing a GPU) and its status where it
+    would not; two last rows give the throughput the floor implies, which says whether a shape is memory-bound.
+    """
+    shapes = result.shapes
+    by_key = {(r.variant, r.shape): r for r in result.rows}
+    floors = {}
+    for r in result.rows:
+        if r.predicted_ms and r.shape not in floors:
+            floors[r.shape] = r
+    dtypes = list(dict.fromkeys(r.dtype for r in result.rows))
+    dtype_of = {}
+    for r in result.rows:
+        dtype_of.setdefault(r.shape, r.dtype)
+    columns = shapes if len(dtypes) == 1 else [f"{s} ({dtype_of[s]})" for s in shapes]
+    table, failed, needs_gpu, notes = [PREDICTED_COLUMNS + columns], [False], [], []
+    for variant in dict.fromkeys(r.variant for r in result.rows):
+        row_at = [by_key.get((variant, s)) for s in shapes]
+        rows = [r for r in row_at if r]
+        cells = ["" if r is None else _num(r.predicted_ms, 4) if r.status in _AIMS_AT_FLOOR else _status(r)
+                 for r in row_at]
+        table.append([variant, rows[0].backend, ", ".join(dict.fromkeys(_status(r) for r in rows))] + cells)
+        failed.append(any(r.status in ("mismatch", "error", "oom") for r in rows))
+        if any(r.status == "needs_gpu" for r in rows):
+            needs_gpu.append(variant)
+        errors = dict.fromkeys(r.error for r in rows if r.error and r.status != "needs_gpu")
+        notes += [f"{variant}: {e}" for e in errors]
+    # The floor's own throughput: what a perfect kernel would reach on the target.
+    for name, fact in (("GB/s at floor", lambda r: r.nbytes / (r.predicted_ms * 1e-3) / 1e9 if r.nbytes else None),
+                       ("TFLOP/s at floor", lambda r: r.flops / (r.predicted_ms * 1e-3) / 1e12 if r.flops else None)):
+        table.append([name, "", ""] + [_num(fact(floors[s])) if s in floors else "-" for s in shapes])
+        failed.append(False)
+    if needs_gpu:
+        notes.insert(0, "variants that need a CUDA GPU to run (this machine has none; their cells are the floor they "
+                        f"would aim at): {', '.join(needs_gpu)}")
+    title = f"floor ms per variant and shape ({', '.join(dtypes)}); where a variant would not run, its status"
+    return title, table, failed, notes
+
+
+def _text_table(table, left: int) -> list[str]:
+    """Fixed-width lines: the first ``left`` columns left-aligned, the rest right-aligned."""
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    return ["  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+            for line in table]
+
+
 def render_text(result) -> str:
-    """Fixed-width tables, one per shape."""
-    columns = MEASURED_COLUMNS if result.measured else PREDICTED_COLUMNS
+    """Fixed-width tables: one per shape when measured, one for the whole prediction when not."""
     out = [header(result)]
+    if not result.measured:
+        title, table, _, notes = _prediction(result)
+        out += ["", title] + _text_table(table, len(PREDICTED_COLUMNS))
+        footer = notes + _footer(result)
+        return "\n".join(out + ([""] + footer if footer else []))
+    columns = MEASURED_COLUMNS
     for shape, rows in _by_shape(result):
         table = [columns] + [_cells(result, r) for r in rows]
         widths = [max(len(line[i]) for line in table) for i in range(len(columns) - 1)]
@@ -121,10 +180,24 @@ def render_text(result) -> str:
     return "\n".join(out)
 
 
+def _prediction_html(result) -> list[str]:
+    title, table, failed, notes = _prediction(result)
+    parts = [f"<p>{html.escape(title)}</p>",
+             "<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in table[0]) + "</tr></thead><tbody>"]
+    for line, bad in zip(table[1:], failed[1:]):
+        style = ' style="color:#b00"' if bad else ""
+        parts.append(f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>")
+    parts.append("</tbody></table>")
+    parts += [f"<p><small>{html.escape(line)}</small></p>" for line in notes + _footer(result)]
+    return parts
+
+
 def render_html(result) -> str:
-    """One HTML table per shape, then the plot (when something was measured)."""
-    columns = MEASURED_COLUMNS if result.measured else PREDICTED_COLUMNS
+    """One HTML table per shape, then the plot (when something was measured); one table for a prediction."""
+    columns = MEASURED_COLUMNS
     parts = [f'<div class="labmagic-bench"><p><b>{html.escape(header(result))}</b></p>']
+    if not result.measured:
+        return "\n".join(parts + _prediction_html(result) + ["</div>"])
     for shape, rows in _by_shape(result):
         parts.append(f"<p>shape <code>{html.escape(shape)}</code> ({html.escape(rows[0].dtype)}) "
                      f"{html.escape(_floor_line(rows))}</p>")

@@ -229,11 +229,53 @@ def test_prediction_renders_as_text_and_html_saying_nothing_was_measured():
     result = bench(race_with(cuda_naive=needs_gpu))
     text = repr(result)
     assert "nothing was measured" in text and "NVIDIA H200" in text
-    assert text.count("shape ") == 2  # one table per shape
+    assert not any(line.startswith("shape ") for line in text.splitlines())  # one table, not one per shape
     assert "needs GPU" in text and "not measured" in text
     html = result._repr_html_()
-    assert html.count("<table>") == 2
+    assert html.count("<table>") == 1
     assert "nothing was measured" in html and "needs GPU" in html
+
+
+def cuda_like(kernel):
+    def variant(a, b):
+        raise labmagic.NoGPUError(f"{kernel} needs a CUDA GPU to run; this machine has none (it was compiled for sm_90)")
+    return variant
+
+
+def test_prediction_is_one_table_of_variants_by_shapes_with_the_gpu_note_said_once():
+    race = race_with(cuda_naive=cuda_like("vecadd_naive"), cuda_float4=cuda_like("vecadd_float4"),
+                     torch_wrong=lambda a, b: a - b)
+    race.limits = {"torch": 2**11}  # the reference is skipped at the larger shape
+    result = bench(race, target="a100")
+    floors = {n: _num(12 * n / 2039e9 * 1e3) for n in (2**10, 2**12)}
+    text = repr(result)
+    assert "Prediction for NVIDIA A100" in text
+    assert text.count("CUDA GPU") == 1 and "vecadd_naive" not in text
+    note = next(line for line in text.splitlines() if "CUDA GPU" in line)
+    assert note.endswith(": cuda_naive, cuda_float4")
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("variant "))
+    assert lines[head].split()[-2:] == ["1024", "4096"]
+    table = {line.split()[0]: line for line in lines[head + 1:head + 7]}
+    assert table["cuda_naive"].split()[-2:] == [floors[2**10], floors[2**12]]
+    assert table["cuda_float4"].split()[-2:] == [floors[2**10], floors[2**12]]
+    assert table["torch"].split()[-2:] == [floors[2**10], "skipped"]
+    assert table["torch_wrong"].split()[-2:] == ["mismatch", "mismatch"]
+    # The lines of one table share their column widths: every cell of a shape column ends at the same place.
+    ends = {len(lines[i]) for i in range(head, head + 5)}
+    assert len(ends) == 1
+    assert text.count("differ beyond") == 1  # torch_wrong's error, said once though it fails at both shapes
+    assert "torch: above limit 2048" in text
+    html = result._repr_html_()
+    assert html.count("<table>") == 1 and html.count("<tr") == 1 + 4 + 2
+    assert html.count("CUDA GPU") == 1 and html.count("differ beyond") == 1
+    assert "NVIDIA A100" in html and "<th>4096</th>" in html
+    wrong_row = next(line for line in html.splitlines() if "<td>torch_wrong</td>" in line)
+    assert 'color:#b00' in wrong_row and html.count('color:#b00') == 1
+
+
+def _num(ms):
+    return f"{ms:.4g}"
 
 
 def test_measured_result_renders_marks_and_converts_to_a_dataframe():

@@ -219,3 +219,22 @@ touch "$out.ncu-rep"
 def test_a_report_path_stays_under_results(chapter, variant):
     with pytest.raises(LabError, match="is not a (chapter|variant) name"):
         profile.report_path(chapter, variant, "test-gpu")
+
+
+def test_the_report_path_is_shown_relative_to_the_checkout(tmp_path, monkeypatch):
+    """A published log names the report by its place in the repository, not by the folders of the machine that
+    wrote it; a report outside the checkout is shown as given."""
+    root = tmp_path / "checkout"
+    monkeypatch.setenv("LABMAGIC_ROOT", str(root))
+    inside = root / "results" / "nvidia-h200" / "profiles" / "01_vector_add" / "cuda_float4.ncu-rep"
+    outside = tmp_path / "elsewhere" / "cuda_float4.ncu-rep"
+    kernels = ncu.parse_raw_csv(RAW)
+    for report, shown in ((inside, "results/nvidia-h200/profiles/01_vector_add/cuda_float4.ncu-rep"),
+                          (outside, str(outside))):
+        result = profile.ProfileResult(chapter="01_vector_add", variant="cuda_float4", shape="268435456",
+                                       report=report, kernels=kernels, iters=2, nbytes=3 * 4 * 2**28)
+        text, html = repr(result), result._repr_html_()
+        assert text.splitlines()[-1] == f"full report: {shown}"
+        assert f"full report: <code>{shown}</code>" in html
+        if report == inside:
+            assert str(root) not in text and str(root) not in html
