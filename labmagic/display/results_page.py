@@ -44,14 +44,48 @@ def _num(value, digits=3, suffix=""):
     return f"{value:,.{decimals}f}{suffix}"
 
 
+#: What ``-`` in a provenance column means (:func:`labmagic.benchmark.provenance.collect` writes it when it cannot
+#: find the value); a column missing here reads "not recorded".
+DASH_MEANS = {"git_commit": "not recorded (the run had no git checkout)", "torch": "not installed",
+              "triton": "not installed", "jax": "not installed"}
+
+
+def _short_commit(commit: str) -> str:
+    """The hash cut to 10 characters, keeping a ``-dirty`` mark (the writer's ``--short=12`` plus ``-dirty``)."""
+    head, sep, rest = commit.partition("-")
+    return head[:10] + sep + rest
+
+
+def _unrecorded(rows: pd.DataFrame, col: str) -> tuple[int, str]:
+    """How many rows hold no value in ``col`` ('-', empty or absent), and what that means."""
+    if col not in rows.columns:
+        return len(rows), "not recorded"
+    cells = rows[col].astype(str).str.strip()
+    blank = cells.isin(["", "nan", "None", "<NA>"]) | rows[col].isna()
+    dashes = int((cells == "-").sum())
+    missing = dashes + int(blank.sum())
+    meaning = DASH_MEANS.get(col, "not recorded") if dashes == missing and dashes else "not recorded"
+    return missing, meaning
+
+
 def provenance(rows: pd.DataFrame) -> str:
-    """One line: GPU, driver, CUDA, library versions, commit(s), date(s); every value as text."""
+    """One line: GPU, driver, CUDA, library versions, commit(s), date(s); every value as text.
+
+    A column no row recorded says so (and why, where ``-`` has one meaning); one that some rows recorded lists
+    those values and counts the rest."""
     parts = []
     for col, label in PROVENANCE_LABELS.items():
         values = distinct(rows, col)
-        if label == "commit":
-            values = [v[:10] for v in values]
-        parts.append(f"**{label}** {text(', '.join(values)) if values else 'not recorded'}")
+        if col == "git_commit":
+            values = sorted(dict.fromkeys(_short_commit(v) for v in values))
+        missing, meaning = _unrecorded(rows, col)
+        if not values:
+            parts.append(f"**{label}** {meaning}")
+            continue
+        shown = text(", ".join(values))
+        if missing:
+            shown += f"; {missing} of {len(rows)} rows: {meaning}"
+        parts.append(f"**{label}** {shown}")
     stamps = sorted(v[:10] for v in distinct(rows, "timestamp"))
     if stamps:
         parts.append(f"**date** {text(stamps[0])}" + (f" to {text(stamps[-1])}" if stamps[-1] != stamps[0] else ""))
@@ -108,19 +142,36 @@ def gpu_table(rows: pd.DataFrame) -> str:
     return text
 
 
+def _squareness(shape) -> float:
+    """1 for a square shape, smaller the more lopsided: picks 16384x16384 out of a row-length sweep."""
+    dims = shape_dims(shape)
+    return min(dims) / max(dims) if dims and max(dims) > 0 else 0.0
+
+
+def headline_shape(rows: pd.DataFrame) -> str:
+    """The shape a summary shows for rows of one GPU and dtype: the largest problem measured (a row-length sweep
+    keeps the size and varies the shape, so of the shapes of that size, the squarest; of equally square ones, the
+    first in sorted order). ``rows`` are rows that passed (:func:`labmagic.store.catalog.measured_ok`)."""
+    sizes = rows["shape"].map(shape_size)
+    top = sorted(str(s) for s in rows.loc[sizes == sizes.max(), "shape"].unique())
+    return max(top, key=_squareness)
+
+
 def cross_gpu_table(rows: pd.DataFrame) -> str:
-    """% of roofline per variant (rows) and GPU (columns), each GPU at its largest measured shape."""
+    """% of roofline per variant (rows) and per GPU and dtype (columns). A column shows one shape, named in its
+    header: that GPU's and dtype's :func:`headline_shape`; a variant that did not pass there shows its status."""
     columns, values = [], {}
-    for slug, grows in sorted(rows.groupby("gpu_slug")):
-        grows = grows[measured_ok(grows)]
-        if grows.empty:
+    for (slug, dtype), grows in sorted(rows.groupby(["gpu_slug", "dtype"], dropna=False),
+                                       key=lambda item: tuple(map(str, item[0]))):
+        good = grows[measured_ok(grows)]
+        if good.empty:
             continue
-        sizes = grows["shape"].map(shape_size)
-        top = grows[sizes == sizes.max()]
-        label = f"{slug} ({top['shape'].iloc[0]})"
+        shape = headline_shape(good)
+        dtype = str(dtype) if str(dtype) not in ("", "nan") else "-"
+        label = f"{slug} {dtype} ({shape})"
         columns.append(label)
-        for _, row in top.iterrows():
-            values.setdefault(row["variant"], {})[label] = _num(row.get("sol_pct"), 3, "%")
+        for _, row in grows[grows["shape"].astype(str) == shape].iterrows():
+            values.setdefault(row["variant"], {})[label] = _status_or(row, _num(row.get("sol_pct"), 3, "%"))
     if not columns:
         return "No variant was measured successfully on any GPU."
     body = [[variant] + [cols.get(c, "-") for c in columns] for variant, cols in values.items()]
@@ -192,18 +243,13 @@ def render(root: Path, doc_dir: str = "book") -> str:
                 out += [f"({'results-gpu-' + slug})=", ""]
                 first_gpu.add(slug)
             out += _gpu_section(root, doc_dir, chapter, slug, rows)
-        out += ["### Across GPUs", "", "Each variant's % of roofline on each GPU, at that GPU's largest shape:", "",
+        out += ["### Across GPUs", "", "Each variant's % of spec roofline per GPU and dtype, at the largest problem "
+                "measured there (of equal sizes, the squarest shape); each column's header names its shape:", "",
                 cross_gpu_table(crows), ""]
     return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------------------------------- README
-
-
-def _squareness(shape) -> float:
-    """1 for a square shape, smaller the more lopsided: picks 16384x16384 out of a row-length sweep."""
-    dims = shape_dims(shape)
-    return min(dims) / max(dims) if dims and max(dims) > 0 else 0.0
 
 
 def headline_rows(df: pd.DataFrame) -> list[list]:
@@ -214,10 +260,8 @@ def headline_rows(df: pd.DataFrame) -> list[list]:
         return rows
     good = df[measured_ok(df)]
     for (chapter, slug, dtype), grp in sorted(good.groupby(["chapter", "gpu_slug", "dtype"])):
-        sizes = grp["shape"].map(shape_size)
-        top = grp[sizes == sizes.max()]
-        shape = max(top["shape"].unique(), key=_squareness)
-        best = top[top["shape"] == shape].sort_values("ms_median").iloc[0]
+        shape = headline_shape(grp)
+        best = grp[grp["shape"].astype(str) == shape].sort_values("ms_median").iloc[0]
         rows.append([chapter, slug, dtype, shape, best.get("variant"), _num(best.get("ms_median"), 4),
                      _num(best.get("gbps"), 4), _num(best.get("tflops"), 3), _num(best.get("sol_pct"), 3, "%"),
                      _num(best.get("vs_ref"), 3, "x"), "stale" if best.get("stale") else ""])

@@ -4,6 +4,7 @@ stale marks; ``labmagic results --stale`` lists the same stale rows."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from sitebuild import ROOT, build_site, page_text, run_command, scratch_checkout
@@ -122,3 +123,106 @@ def test_headline_takes_each_dtype_and_the_squarest_of_the_largest_shapes():
     got = results_pages.headline_rows(pd.DataFrame(rows))
     assert [(r[2], r[3], r[4]) for r in got] == [("bfloat16", "4096x4096", "ours"), ("float32", "4096x4096", "ours")]
     assert got[1][5] == results_pages._num(2.0, 4)  # the float32 median at 4096x4096
+
+
+# ------------------------------------------------------------------------------------------- Across GPUs, provenance
+
+HEADER = re.compile(r"(?P<slug>[a-z0-9-]+) (?P<dtype>\S+) \((?P<shape>[^)]+)\)")
+
+
+def _across_gpus(page: str, chapter: str) -> dict[tuple[str, str, str], dict[str, str]]:
+    """The chapter's Across-GPUs table: (slug, dtype, shape) of each column -> {variant: cell}."""
+    section = page[page.index(f"\n## {chapter}\n") + 1:]
+    section = section[section.index("### Across GPUs"):].split("\n## ")[0]  # up to the next chapter
+    lines = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
+    head, *body = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines]
+    assert head[0] == "variant"
+    columns = {}
+    for i, label in enumerate(head[1:], 1):
+        match = HEADER.fullmatch(label)
+        assert match, f"column {label!r} does not name GPU, dtype and shape"
+        columns[(match["slug"], match["dtype"], match["shape"])] = {row[0]: row[i] for row in body}
+    return columns
+
+
+def _pct(cell: str) -> float:
+    assert cell.endswith("%"), cell
+    return float(cell[:-1].replace(",", ""))
+
+
+@pytest.mark.parametrize("chapter", ["03_online_softmax", "04_rmsnorm", "05_fused_softmax_rmsnorm"])
+def test_across_gpus_cells_are_the_csv_rows_at_the_labelled_shape_and_dtype(chapter):
+    """Read-only, from the repository's own CSVs: the H200 raced 2^28 elements in nine row lengths and two dtypes;
+    each column is one dtype at the squarest shape, and every cell is that row's sol_pct."""
+    page = results_pages.render(ROOT)
+    csv = ROOT / "results" / "nvidia-h200" / "bench" / f"{chapter}.csv"
+    rows = catalog.read_bench_csv(csv, ROOT)
+    columns = _across_gpus(page, chapter)
+    assert sorted(columns) == [("nvidia-h200", "bfloat16", "16384x16384"), ("nvidia-h200", "float32", "16384x16384")]
+    for (_, dtype, shape), cells in columns.items():
+        at = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
+        assert set(cells) == set(at["variant"])
+        for _, row in at.iterrows():
+            assert _pct(cells[row["variant"]]) == pytest.approx(row["sol_pct"], rel=5e-3), (dtype, row["variant"])
+
+
+def _row(variant, shape, dtype, sol_pct, status="ok", **provenance):
+    return dict(chapter="03_online_softmax", variant=variant, backend="cuda", shape=shape, dtype=dtype, status=status,
+                ms_median="" if status != "ok" else 1.0, sol_pct="" if status != "ok" else sol_pct,
+                source_hash="f00d", **{**H200, **provenance})
+
+
+def test_across_gpus_has_a_column_per_gpu_and_dtype_at_its_own_shape(tmp_path):
+    """Each (GPU, dtype) shows its largest problem; of equal sizes the squarest; of equally square, the first
+    sorted; a variant that failed there shows its status, one not measured there a dash. Each value is distinct, so a cell from another row
+    shows."""
+    root = tmp_path / "repo"
+    (root / "book").mkdir(parents=True)
+    h200 = [
+        *(_row(v, s, "float32", p) for v, s, p in (
+            ("torch", "1024x16384", 11.0), ("torch", "4096x4096", 12.0), ("torch", "16384x1024", 13.0),
+            ("torch", "64x64", 14.0), ("ours", "1024x16384", 21.0), ("ours", "4096x4096", 22.0),
+            ("ours", "16384x1024", 23.0))),
+        _row("pallas", "4096x4096", "float32", 0, status="oom"),
+        *(_row(v, s, "bfloat16", p) for v, s, p in (
+            ("torch", "2048x2048", 31.0), ("torch", "1024x1024", 32.0), ("ours", "2048x2048", 41.0))),
+        _row("ours", "4096x4096", "bfloat16", 0, status="error"),  # larger, but never passed: not the column's shape
+    ]
+    a100 = [_row(v, s, "float32", p, gpu="NVIDIA A100-SXM4-80GB") for v, s, p in (
+        ("torch", "8192x2048", 51.0), ("torch", "2048x8192", 52.0), ("ours", "8192x2048", 61.0),
+        ("ours", "2048x8192", 62.0), ("ours", "128x128", 63.0))]
+    write_rows(root / "results" / "nvidia-h200" / "bench" / "03_online_softmax.csv", h200)
+    write_rows(root / "results" / "nvidia-a100" / "bench" / "03_online_softmax.csv", a100)
+    columns = _across_gpus(results_pages.render(root), "03_online_softmax")
+    assert columns == {
+        ("nvidia-a100", "float32", "2048x8192"): {"torch": "52.0%", "ours": "62.0%", "pallas": "-"},
+        ("nvidia-h200", "bfloat16", "2048x2048"): {"torch": "31.0%", "ours": "41.0%", "pallas": "-"},
+        ("nvidia-h200", "float32", "4096x4096"): {"torch": "12.0%", "ours": "22.0%", "pallas": "OOM"},
+    }
+
+
+def test_a_commit_the_writer_could_not_read_is_said_so(tmp_path):
+    """``-`` is what provenance.collect writes without git: said once when no row has a commit; when some do,
+    those are listed and the rest counted; a ``-dirty`` mark survives the shortening."""
+    import pandas as pd
+
+    rows = [_row("torch", "64x64", "float32", 1.0, git_commit="-", jax="-") for _ in range(3)]
+    line = results_pages.provenance(pd.DataFrame(rows))
+    assert "**commit** not recorded (the run had no git checkout)" in line
+    assert "**jax** not installed" in line and "**torch** 2.13.0" in line
+    rows[0]["git_commit"] = "0123456789ab-dirty"
+    line = results_pages.provenance(pd.DataFrame(rows))
+    assert "**commit** 0123456789-dirty; 2 of 3 rows: not recorded (the run had no git checkout) ·" in line
+
+
+def test_the_repository_results_page_says_chapter_01_recorded_no_commit():
+    """results/nvidia-h200/bench/01_vector_add.csv holds ``-`` in every git_commit: the page says so, and names the
+    commits the other chapters recorded."""
+    rows = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / "01_vector_add.csv", ROOT)
+    assert set(rows["git_commit"]) == {"-"}
+    page = results_pages.render(ROOT)
+    section = page[page.index("\n## 01_vector_add\n"):page.index("\n## 02_sgemm\n")]
+    assert "**commit** not recorded (the run had no git checkout)" in section
+    sgemm = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / "02_sgemm.csv", ROOT)
+    commit = sgemm["git_commit"].iloc[0]
+    assert commit != "-" and f"**commit** {commit[:10]} ·" in page[page.index("\n## 02_sgemm\n"):]
