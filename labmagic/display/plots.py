@@ -1,7 +1,12 @@
-"""The race's plots: latency and peak memory against size, and the roofline with this GPU's ceilings.
+"""The race's plots: latency and peak memory against size (or row length), and the roofline with this GPU's
+ceilings.
 
 Drawn with matplotlib's object API (``Figure``, no ``pyplot``), so saving a PNG neither needs nor
 changes a GUI backend and works the same in a notebook, papermill and a test.
+
+The figure is sized for the book's text column (784 px): 7.8 inches wide at 110 dpi, so it is shown at about its
+own size and an 8 pt label stays 8 pt. Two panels sit on top (latency, roofline), peak memory below, and the
+legend has the fourth quarter to itself, so thirteen variants cover no data.
 """
 
 from __future__ import annotations
@@ -11,59 +16,139 @@ import io
 from pathlib import Path
 
 from ..paths import atomic_write
-from ..store.schema import shape_size
+from ..store.schema import shape_dims, shape_size
+
+#: Inches and dots per inch of the saved figure: 858 px wide, a little over the 784 px column it is scaled to.
+FIGSIZE = (7.8, 6.0)
+DPI = 110
+#: Smallest font on the figure (ticks, legend), in points at FIGSIZE.
+MIN_FONT_PT = 8
+
+#: Ten qualitative colours (matplotlib's tab10) and seven markers: 10 and 7 are coprime, so the first 70 variants
+#: get 70 different (colour, marker) pairs; the line style changes every ten, so two variants of one colour differ
+#: in line as well as marker.
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_LINESTYLES = ("-", "-.", ":")
+#: The reference every variant is checked and timed against: black, dashed, no palette colour.
+_REF_STYLE = {"color": "black", "marker": "*", "linestyle": "--"}
 
 
-def _series(result):
-    """variant -> list of (size, row) for rows that have a time, in size order."""
+def variant_styles(variants, ref: str | None = None) -> dict[str, dict[str, str]]:
+    """variant -> matplotlib ``color``/``marker``/``linestyle``, by the variants' order (the race's): the same
+    race gets the same styles in every figure, and no two variants share all three."""
+    styles: dict[str, dict[str, str]] = {}
+    i = 0
+    for name in dict.fromkeys(variants):
+        if name == ref:
+            styles[name] = dict(_REF_STYLE)
+            continue
+        styles[name] = {"color": _COLOURS[i % len(_COLOURS)], "marker": _MARKERS[i % len(_MARKERS)],
+                        "linestyle": _LINESTYLES[i // len(_COLOURS) % len(_LINESTYLES)]}
+        i += 1
+    return styles
+
+
+def _reference(result) -> str | None:
+    """The variant the race timed the others against: the one whose every ``vs_ref`` is exactly 1 (its own time
+    over itself). The result does not name it, and a variant that only ties the reference does not tie it
+    exactly at every shape."""
+    ratios: dict[str, set] = {}
+    for row in result.rows:
+        if row.vs_ref is not None:
+            ratios.setdefault(row.variant, set()).add(row.vs_ref)
+    return next((name for name, seen in ratios.items() if seen == {1.0}), None)
+
+
+def x_axis(result) -> tuple[str, dict[str, int]]:
+    """The size axis's label and shape key -> x. Problem size in elements, unless each dtype races one size in
+    several 2-D-or-more shapes (chapters 03-05: 2^28 elements as 262144x1024 ... 1024x262144), where every point
+    would stack at one x: then the row length, the last dimension."""
+    timed = [r for r in result.rows if r.ms_median]
+    by_dtype: dict[str, set[str]] = {}
+    for row in timed:
+        by_dtype.setdefault(row.dtype, set()).add(row.shape)
+    shapes = {s for group in by_dtype.values() for s in group}
+    constant = bool(by_dtype) and all(
+        len({shape_size(s) for s in group}) == 1 and all(len(shape_dims(s)) >= 2 for s in group)
+        for group in by_dtype.values())
+    if constant and len(shapes) > 1:
+        return "row length (elements)", {s: shape_dims(s)[-1] for s in shapes}
+    return "problem size (elements)", {s: shape_size(s) for s in shapes}
+
+
+def _series(result, xs: dict[str, int]):
+    """variant -> list of (x, row) for rows that have a time, in x order."""
     out: dict[str, list] = {}
     for row in result.rows:
         if row.ms_median:
-            size = shape_size(row.shape)
-            out.setdefault(row.variant, []).append((size, row))
+            out.setdefault(row.variant, []).append((xs[row.shape], row))
+    for points in out.values():
+        points.sort(key=lambda p: p[0])
     return out
 
 
-def figure(result):
-    """A 1x3 figure: latency vs size, peak memory vs size, roofline (intensity vs achieved throughput)."""
+def figure(result, variants=None):
+    """Latency and roofline on top, peak memory and the legend below (see the module docstring). ``variants``
+    fixes the style order (default: the order the rows name them), so a chapter's per-dtype figures agree."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(15, 4.2), layout="constrained")
-    ax_t, ax_m, ax_r = fig.subplots(1, 3)
-    series = _series(result)
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
+    ax_t, ax_r, ax_m, ax_leg = axes["latency"], axes["roofline"], axes["memory"], axes["legend"]
+    xlabel, xs = x_axis(result)
+    series = _series(result, xs)
+    styles = variant_styles(list(variants or ()) + [r.variant for r in result.rows], _reference(result))
     for name, points in series.items():
-        sizes = [p[0] for p in points]
-        ax_t.plot(sizes, [p[1].ms_median for p in points], marker="o", label=name)
-        mem = [(s, r.peak_mem_bytes / 2**20) for s, r in points if r.peak_mem_bytes is not None]
+        style = dict(styles[name], markersize=4, linewidth=1.2)
+        ax_t.plot([p[0] for p in points], [p[1].ms_median for p in points], label=name, **style)
+        mem = [(x, r.peak_mem_bytes / 2**20) for x, r in points if r.peak_mem_bytes is not None]
         if mem:
-            ax_m.plot([m[0] for m in mem], [m[1] for m in mem], marker="o", label=name)
+            ax_m.plot([m[0] for m in mem], [m[1] for m in mem], label=name, **style)
         roof_pts = [(r.tflops / r.gbps * 1e3, r.tflops) for _, r in points if r.tflops and r.gbps]
         if roof_pts:
-            ax_r.plot([p[0] for p in roof_pts], [p[1] for p in roof_pts], marker="o", linestyle="", label=name)
+            ax_r.plot([p[0] for p in roof_pts], [p[1] for p in roof_pts], label=name, **dict(style, linestyle=""))
     for ax, title, ylabel in ((ax_t, "latency (median)", "ms"), (ax_m, "peak extra memory per call", "MiB")):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("problem size (elements)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
     ax_t.set_yscale("log")
-    _draw_roofs(ax_r, result)
+    roofs = _draw_roofs(ax_r, result)
     ax_r.set_xscale("log")
     ax_r.set_yscale("log")
     ax_r.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax_r.set_ylabel("achieved TFLOP/s")
     ax_r.set_title("roofline")
-    ax_r.grid(True, which="both", alpha=0.3)
-    if series:
-        ax_t.legend(fontsize=8)
-        ax_r.legend(fontsize=8)
+    for ax in (ax_t, ax_r, ax_m):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.tick_params(which="both", labelsize=MIN_FONT_PT)
+        ax.xaxis.label.set_size(MIN_FONT_PT + 1)
+        ax.yaxis.label.set_size(MIN_FONT_PT + 1)
+        ax.title.set_size(MIN_FONT_PT + 1)
+    _draw_legend(ax_leg, ax_t, roofs)
     dtypes = sorted({r.dtype for r in result.rows if r.dtype})
-    fig.suptitle(f"{result.chapter} on {result.device}" + (f", {dtypes[0]}" if len(dtypes) == 1 else ""))
+    fig.suptitle(f"{result.chapter} on {result.device}" + (f", {dtypes[0]}" if len(dtypes) == 1 else ""),
+                 fontsize=MIN_FONT_PT + 2)
     return fig
 
 
-def _draw_roofs(ax, result) -> None:
-    """Bandwidth slope and compute ceiling, spec dashed, measured solid."""
+def _draw_legend(ax, ax_variants, roofs) -> None:
+    """The variants (two columns past eight) and, below them, the roofs, in a panel of their own."""
+    ax.axis("off")
+    handles, labels = ax_variants.get_legend_handles_labels()
+    if handles:
+        top = ax.legend(handles, labels, loc="upper center", ncol=1 if len(handles) <= 8 else 2,
+                        fontsize=MIN_FONT_PT, title="variant", title_fontsize=MIN_FONT_PT + 1, frameon=False)
+        ax.add_artist(top)
+    if roofs:
+        ax.legend(roofs, [h.get_label() for h in roofs], loc="lower center", fontsize=MIN_FONT_PT,
+                  title="roofline ceilings", title_fontsize=MIN_FONT_PT + 1, frameon=False)
+
+
+def _draw_roofs(ax, result) -> list:
+    """Bandwidth slope and compute ceiling, spec dashed, measured solid; the lines drawn."""
     dtype = result.rows[0].dtype if result.rows else "float32"
     roofs = []
     if result.spec:
@@ -71,29 +156,34 @@ def _draw_roofs(ax, result) -> None:
     if result.ceilings:
         roofs.append(("measured", result.ceilings.bandwidth_gbps, result.ceilings.peak_tflops(dtype), "-"))
     xs = [2.0 ** e for e in range(-6, 13)]
+    lines = []
     for label, bw, tf, style in roofs:
         ys = [min(bw * x / 1e3, tf) if tf else bw * x / 1e3 for x in xs]
-        ax.plot(xs, ys, style, color="gray", label=f"{label}: {bw:.0f} GB/s" + (f", {tf:g} TFLOP/s" if tf else ""))
+        lines += ax.plot(xs, ys, style, color="gray",
+                         label=f"{label}: {bw:.0f} GB/s" + (f", {tf:g} TFLOP/s" if tf else ""))
+    return lines
 
 
-def png_bytes(result, dpi: int = 110) -> bytes:
+def png_bytes(result, dpi: int = DPI, variants=None) -> bytes:
     buf = io.BytesIO()
-    figure(result).savefig(buf, format="png", dpi=dpi)
+    figure(result, variants).savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
 
 
-def save_png(result, path) -> Path:
+def save_png(result, path, variants=None) -> Path:
     """Write the figure to ``path`` atomically."""
-    return atomic_write(path, result.png or png_bytes(result))
+    return atomic_write(path, result.png or png_bytes(result, variants=variants))
 
 
 def save_chapter_pngs(result) -> dict[str, Path]:
     """A chapter's plots next to its CSV: ``<chapter>.png``, or ``<chapter>.<dtype>.png`` per dtype when the
-    chapter races several (one figure mixing fp32 and bf16 rows would draw each variant as a zigzag)."""
+    chapter races several (one figure mixing fp32 and bf16 rows would draw each variant as a zigzag). Each
+    variant keeps its style across the dtypes' figures."""
     csv_path = Path(result.csv_path)
     dtypes = sorted({r.dtype for r in result.rows})
     if len(dtypes) <= 1:
         return {d: save_png(result, csv_path.with_suffix(".png")) for d in dtypes}
     csv_path.with_suffix(".png").unlink(missing_ok=True)  # the single-dtype plot this CSV had before
+    variants = [r.variant for r in result.rows]
     return {d: save_png(dataclasses.replace(result, rows=[r for r in result.rows if r.dtype == d], png=None),
-                        csv_path.with_suffix(f".{d}.png")) for d in dtypes}
+                        csv_path.with_suffix(f".{d}.png"), variants) for d in dtypes}

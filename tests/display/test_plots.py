@@ -1,0 +1,106 @@
+"""The race's plots (:mod:`labmagic.display.plots`), drawn on CPU from synthetic results: every variant has a
+style of its own, a race of one size in many shapes is plotted against row length, and the figure is readable at
+the book's 784 px text column."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from matplotlib.text import Text
+
+from labmagic.benchmark import roofline
+from labmagic.benchmark.race import BenchResult
+from labmagic.display import plots
+from labmagic.store.schema import Row
+
+#: Chapter 02's thirteen variants, the reference first, as its race names them.
+SGEMM_VARIANTS = ["torch", "cuda_naive", "cuda_coalesced", "cuda_smem", "cuda_blocktile_1d", "cuda_blocktile_2d",
+                  "cuda_vectorized", "cuda_warptile", "cuda_async", "triton", "pallas", "cuda_autotuned",
+                  "cuda_streamk"]
+#: Chapter 03's shapes: 2^28 elements as 262144x1024 ... 1024x262144.
+SOFTMAX_SHAPES = [f"{2**28 // 2**e}x{2**e}" for e in range(10, 19)]
+
+
+def _result(variants, shapes, dtypes=("float32",)) -> BenchResult:
+    rows = []
+    for dtype in dtypes:
+        for shape in shapes:
+            for i, name in enumerate(variants):
+                ms = 0.5 + 0.1 * i
+                rows.append(Row("test_chapter", name, "cuda", shape, dtype, "ok", flops=2e9, nbytes=4e9,
+                                ms_median=ms, tflops=2e9 / ms / 1e9, gbps=4e9 / ms / 1e6,
+                                vs_ref=0.5 / ms, peak_mem_bytes=2**30))
+    return BenchResult("test_chapter", rows, True, "NVIDIA H200", roofline.find_spec("NVIDIA H200"), None)
+
+
+def _axes(fig):
+    """The figure's axes by title (the legend panel has none)."""
+    return {ax.get_title(): ax for ax in fig.axes}
+
+
+def test_thirteen_variants_have_thirteen_styles_and_the_reference_is_black_dashed():
+    fig = plots.figure(_result(SGEMM_VARIANTS, ["512x512x512", "1024x1024x1024"]))
+    lines = {ln.get_label(): ln for ln in _axes(fig)["latency (median)"].get_lines()}
+    assert set(lines) == set(SGEMM_VARIANTS)
+    looks = {(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines.values()}
+    assert len(looks) == len(SGEMM_VARIANTS)
+    assert (lines["torch"].get_color(), lines["torch"].get_linestyle()) == ("black", "--")
+    assert all(ln.get_color() != "black" for name, ln in lines.items() if name != "torch")
+
+
+def test_styles_follow_the_race_order_not_the_rows_a_figure_happens_to_have():
+    full = plots.variant_styles(SGEMM_VARIANTS, ref="torch")
+    assert full == plots.variant_styles(SGEMM_VARIANTS, ref="torch")
+    assert len({tuple(s.values()) for s in plots.variant_styles([f"v{i}" for i in range(70)]).values()}) == 70
+    # A dtype's figure without cuda_naive keeps every other variant's colour when told the race's order.
+    without = _result([v for v in SGEMM_VARIANTS if v != "cuda_naive"], ["512x512x512"])
+    fig = plots.figure(without, variants=SGEMM_VARIANTS)
+    for ln in _axes(fig)["latency (median)"].get_lines():
+        assert ln.get_color() == full[ln.get_label()]["color"]
+
+
+def test_one_size_in_many_shapes_is_plotted_against_row_length():
+    fig = plots.figure(_result(["torch", "cuda_naive", "triton"], list(reversed(SOFTMAX_SHAPES))))
+    ax = _axes(fig)
+    for title in ("latency (median)", "peak extra memory per call"):
+        assert ax[title].get_xlabel() == "row length (elements)"
+        for ln in ax[title].get_lines():
+            assert list(ln.get_xdata()) == [2**e for e in range(10, 19)]
+
+
+def test_growing_sizes_keep_the_problem_size_axis():
+    fig = plots.figure(_result(["torch", "cuda_naive"], ["512x512x512", "1024x1024x1024", "2048x2048x2048"]))
+    ax = _axes(fig)["latency (median)"]
+    assert ax.get_xlabel() == "problem size (elements)"
+    assert list(ax.get_lines()[0].get_xdata()) == [2**27, 2**30, 2**33]
+
+
+def _png_width(data: bytes) -> int:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">I", data[16:20])[0]
+
+
+@pytest.mark.parametrize("variants", [SGEMM_VARIANTS, ["torch", "cuda_naive"]])
+def test_fits_the_book_column_with_fonts_of_8_pt_or_more(variants):
+    result = _result(variants, SOFTMAX_SHAPES)
+    assert _png_width(plots.png_bytes(result)) <= 1000
+    fig = plots.figure(result)
+    assert fig.get_figwidth() * plots.DPI <= 1000
+    fig.canvas.draw()  # lays out ticks, so their labels exist
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    tick_labels = [t for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert tick_labels and all(t.get_fontsize() >= 8 for t in tick_labels)
+    small = {(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 8}
+    assert not small
+
+
+def test_the_legend_has_a_panel_of_its_own():
+    fig = plots.figure(_result(SGEMM_VARIANTS, ["512x512x512", "1024x1024x1024"]))
+    data_axes = [ax for ax in fig.axes if ax.get_title()]
+    assert len(data_axes) == 3 and all(ax.get_legend() is None for ax in data_axes)
+    (panel,) = [ax for ax in fig.axes if not ax.get_title()]
+    assert not panel.get_lines()
+    shown = {t.get_text() for t in panel.findobj(Text)}
+    assert set(SGEMM_VARIANTS) <= shown
+    assert any(s.startswith("spec: 4800 GB/s") for s in shown)
