@@ -4,6 +4,7 @@
     labmagic results --stale         # every stale row and why; exits 1 when there is any
     labmagic results --readme        # rewrite README.md's headline table from results/*/bench/*.csv
     labmagic results --check-readme  # exit 1 when README.md's headline table is not what the data gives
+    labmagic results --plots         # redraw every results/<gpu>/bench/<chapter>*.png from its CSV
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from ..display import results_page as pages
 from ..errors import LabError
 from ..paths import repo_root
-from ..store.catalog import distinct, load
+from ..store.catalog import csv_paths, distinct, load
 from ..store.staleness import with_staleness
 
 
@@ -23,6 +24,8 @@ def add_arguments(parser) -> None:
     group.add_argument("--readme", action="store_true", help="regenerate README.md's headline table from results/")
     group.add_argument("--check-readme", action="store_true",
                        help="exit 1 when README.md's headline table differs from what results/ gives")
+    group.add_argument("--plots", action="store_true",
+                       help="redraw each chapter's plots (results/<gpu>/bench/<chapter>*.png) from its CSV")
     parser.add_argument("--root", type=Path, default=None, help="the checkout (default: this one)")
 
 
@@ -35,8 +38,28 @@ def _readme(root: Path) -> tuple[Path, str, str]:
         raise LabError(f"{path} has no headline block ({pages.HEADLINE_BEGIN} ... {pages.HEADLINE_END})") from None
 
 
+def redraw_plots(root: Path) -> list[Path]:
+    """Each chapter CSV's plots drawn anew from its rows (what ``%bench`` saves after a run), judged against the
+    spec of the GPU the CSV names and that GPU's measured ceilings where ``labmagic calibrate`` stored them."""
+    from ..benchmark import load_result
+    from ..benchmark.roofline import load_ceilings
+    from ..display.plots import save_chapter_pngs
+
+    written = []
+    for path in csv_paths(root):
+        slug = path.parent.parent.name
+        whole = load_result(path, ceilings=load_ceilings(slug, root / "results" / slug / "ceilings.json"))
+        if whole.rows:
+            written.extend(save_chapter_pngs(whole).values())
+    return written
+
+
 def run(args) -> int:
     root = Path(args.root or repo_root()).resolve()
+    if args.plots:
+        for png in redraw_plots(root):
+            print(png.relative_to(root).as_posix())
+        return 0
     if args.readme:
         path, old, new = _readme(root)
         if new != old:

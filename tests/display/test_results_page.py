@@ -226,3 +226,14 @@ def test_the_repository_results_page_says_chapter_01_recorded_no_commit():
     sgemm = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / "02_sgemm.csv", ROOT)
     commit = sgemm["git_commit"].iloc[0]
     assert commit != "-" and f"**commit** {commit[:10]} ·" in page[page.index("\n## 02_sgemm\n"):]
+
+
+def test_plots_are_redrawn_from_the_csvs(results_repo):
+    png = bench_csv_path("01_vector_add", "nvidia-h200").with_suffix(".png")
+    before = png.read_bytes()
+    assert run_command(results_cli, ["--plots", "--root", str(results_repo)]) == 0
+    after = png.read_bytes()
+    assert after != before and after[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(after[16:20], "big")  # the IHDR chunk: the figure the book shows, not the 3x2 stand-in
+    assert 500 < width <= 1000
+    assert bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb").with_suffix(".png").is_file()
