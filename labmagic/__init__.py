@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device",
+    "bench", "compile_cuda", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device", "triton_panel",
 ]
 
 
@@ -44,6 +44,14 @@ def pallas_call(*args, **kwargs):
     from .pallas import pallas_call as _pallas_call
 
     return _pallas_call(*args, **kwargs)
+
+
+def triton_panel(*args, **kwargs):
+    """Compile a ``@triton.jit`` kernel without launching it and show its IRs, SASS, resources and occupancy
+    (see :func:`labmagic.analysis.triton_panel.triton_panel`)."""
+    from .analysis.triton_panel import triton_panel as _triton_panel
+
+    return _triton_panel(*args, **kwargs)
 
 
 def __getattr__(name):

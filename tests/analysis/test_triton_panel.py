@@ -1,0 +1,128 @@
+"""The Triton compile panel on real Triton output, compiled for sm_90 without a GPU or a launch."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+import labmagic
+from labmagic.analysis.triton_panel import triton_panel
+from labmagic.errors import CompileError, LabError
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+SIG = "x: *fp32, y: *fp32, out: *fp32, n: i32"
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def matmul(a, b, c, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a + rm[:, None] * K + (k + rk)[None, :]), tl.load(b + (k + rk)[:, None] * BN + rn[None, :]))
+    tl.store(c + rm[:, None] * BN + rn[None, :], acc)
+
+
+@triton.jit
+def broken(x, BLOCK: tl.constexpr):
+    tl.store(x + tl.arange(0, BLOCK), tl.no_such_function(BLOCK))
+
+
+@pytest.fixture(scope="module")
+def big():
+    return triton_panel(add, SIG, {"BLOCK": 1024}, arch="sm_90")
+
+
+def test_irs_sass_and_resources(big):
+    assert big.arch == "sm_90" and big.name == "add"
+    assert "tt.func public @add" in big.irs["ttir"]
+    assert "#ttg.blocked" in big.irs["ttgir"] and '"ttg.num-warps" = 4' in big.irs["ttgir"]
+    assert ".entry add" in big.irs["ptx"] and ".target sm_90a" in big.irs["ptx"]
+    assert big.mix["LDG"] >= 2 and big.mix["STG"] >= 1 and big.mix["FADD"] >= 1
+    assert big.registers > 0 and big.shared == 0 and not big.spills
+    assert big.kernel.block_size == 128 and big.kernel.occupancy.percent > 0
+    assert "LDG" in big.text("sass") and "k.py" not in big.text("sass")
+
+
+def test_registers_match_the_cubin(big, tmp_path):
+    """The ptxas -v replay reports what is in the CUBIN Triton built (cuobjdump's resource usage)."""
+    from labmagic.tools import find_tool
+
+    cubin = tmp_path / "add.cubin"
+    cubin.write_bytes(big.compiled.cubin)
+    out = subprocess.run([find_tool("cuobjdump"), "-res-usage", str(cubin)], capture_output=True, text=True).stdout
+    assert int(re.search(r"REG:(\d+)", out).group(1)) == big.registers
+
+
+def test_pointers_and_multiples_of_16_vectorise():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4096)
+    aligned = triton_panel(add, constexprs={"BLOCK": 1024}, args=(x, x, x, 4096))
+    ragged = triton_panel(add, constexprs={"BLOCK": 1024}, args=(x, x, x, 4095))
+    assert aligned.compiled.signature["n"] == "i32"
+    assert aligned.mix["LDG.128"] > 0 and aligned.mix["STG.128"] > 0
+    assert ragged.mix["LDG.128"] == 0 and ragged.mix["LDG.32"] > 0
+
+
+def test_diff_of_two_block_sizes(big):
+    small = triton_panel(add, SIG, {"BLOCK": 128}, num_warps=1, vs=big)
+    d = small.comparison
+    assert d.before == "add[BLOCK=1024, warps=4, stages=3]"
+    assert d.row("BLOCK").delta == "-896" and d.row("num_warps").delta == "-3"
+    assert d.row("LDG").before > d.row("LDG").after
+    assert d.row("SASS instructions").changed
+    assert not triton_panel(add, SIG, {"BLOCK": 1024}).diff(big).changed
+
+
+def test_a_kernel_using_triton_library_helpers_fails_cleanly_under_the_interpreter(big):
+    """Under TRITON_INTERPRET=1 Triton's own @jit helpers (tl.zeros...) are interpreter functions: such a kernel
+    does not compile in-process (a GPU machine compiles it); the failure must not break later compiles."""
+    sig = "a: *fp16, b: *fp16, c: *fp32, K: i32"
+    if labmagic.runtime.triton_interpreted():
+        with pytest.raises(CompileError, match="Triton could not compile matmul"):
+            triton_panel(matmul, sig, {"BM": 64, "BN": 64, "BK": 32})
+    else:
+        two = triton_panel(matmul, sig, {"BM": 64, "BN": 64, "BK": 32}, num_stages=2)
+        three = triton_panel(matmul, sig, {"BM": 64, "BN": 64, "BK": 32}, num_stages=3, vs=two)
+        assert 0 < two.shared < three.shared and three.comparison.row("Triton smem (B)").changed
+    assert triton_panel(add, SIG, {"BLOCK": 1024}).registers == big.registers
+
+
+def test_text_and_html(big):
+    small = triton_panel(add, SIG, {"BLOCK": 128}, vs=big, ir="ttgir,ptx", max_lines=5)
+    text = repr(small)
+    assert text.startswith("== add[BLOCK=128, warps=4, stages=3] [sm_90] | 128 threads/block ==")
+    assert f"regs {small.registers} |" in text and "instruction mix (static): LDG" in text
+    assert "diff vs add[BLOCK=1024, warps=4, stages=3]" in text
+    assert re.search(r"^TTGIR \(first 5 lines, \d+ more\):$", text, re.M)
+    assert re.search(r"^PTX \(first 5 lines, \d+ more\):$", text, re.M)
+    assert "LLVM IR" not in text
+    html = small._repr_html_()
+    assert "<details open><summary>TTGIR" in html and "<details><summary>LLVM IR" in html
+    assert "<table class='labmagic-mix'>" in html and "labmagic-diff" in html
+
+
+def test_the_public_function():
+    p = labmagic.triton_panel(add, {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32"}, {"BLOCK": 256})
+    assert p.label == "add[BLOCK=256, warps=4, stages=3]" and p.mix["STG"] > 0
+
+
+def test_reader_errors_are_one_line():
+    with pytest.raises(LabError, match="no parameter BLOKC"):
+        triton_panel(add, SIG, {"BLOKC": 64})
+    with pytest.raises(LabError, match="no type for BLOCK"):
+        triton_panel(add, SIG)
+    with pytest.raises(LabError, match="cannot show sas"):
+        triton_panel(add, SIG, {"BLOCK": 64}, ir="sas")
+    with pytest.raises(CompileError, match="Triton could not compile broken for sm_90"):
+        triton_panel(broken, "x: *fp32", {"BLOCK": 64})
