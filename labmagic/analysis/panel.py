@@ -1,10 +1,10 @@
 """The compile panel: per kernel, what the compiler made of it, and what changed since the last rung.
 
-``%%cuda_kernel --panel`` calls :func:`build_panel` with the cell's :class:`~labmagic.nvrtc.CompileResult`.
-Per kernel it gathers, all without a GPU:
+``%%cuda_kernel --panel`` calls :func:`build_panel` with the cell's
+:class:`~labmagic.compiler.compile_result.CompileResult`. Per kernel it gathers, all without a GPU:
 
 - the compiler's resource report (registers, shared memory, stack, spills) from ``ptxas -v``;
-- the SASS with the cell's lines interleaved (:mod:`labmagic.sass`), and optionally the PTX;
+- the SASS with the cell's lines interleaved (:mod:`labmagic.analysis.sass`), and optionally the PTX;
 - the static instruction mix: load/store widths, shared and local memory traffic, FMA and tensor-core
   instructions, barriers;
 - theoretical occupancy on the target architecture (:mod:`labmagic.occupancy`) at the block size the
@@ -13,7 +13,7 @@ Per kernel it gathers, all without a GPU:
 - a diff against ``previous`` (the last compile of the same kernel, or another kernel via ``vs``):
   the "why did this rung help" table.
 
-Rendering lives in :mod:`labmagic.display.panel`; this module only computes.
+Rendering lives in :mod:`labmagic.display.panel_view`; this module only computes.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class KernelPanel:
     name: str  # what the reader wrote: the name expression, or the extern "C" name
     symbol: str  # the lowered (mangled) name in the CUBIN
     arch: str
-    resources: Any  # labmagic.resources.Resources, or None when ptxas said nothing of this kernel
+    resources: Any  # labmagic.compiler.resources.Resources, or None when ptxas said nothing of this kernel
     instructions: list[sass.Instruction]
     mix: Counter
     block_size: int
@@ -249,7 +249,7 @@ def _pair(kernel: KernelPanel, previous: list[KernelPanel], vs: str | None,
 
 def build_panel(result, block_size: int | None = None, previous=None, *, vs: str | None = None,
                 dynamic_smem: int = 0, show_sass: bool = True, show_ptx: bool = False) -> Panel:
-    """The compile panel of ``result`` (a :class:`~labmagic.nvrtc.CompileResult`).
+    """The compile panel of ``result`` (a :class:`~labmagic.compiler.compile_result.CompileResult`).
 
     ``block_size``: threads per block the kernel is launched with (for occupancy). ``previous``: an
     earlier CompileResult to diff against, or ``(CompileResult, symbol)``; kernels are paired by ``vs``

@@ -9,7 +9,7 @@ instruction can be tied to the line of the cell that produced it.
 
 Counts here are *static* (instructions in the code), not executed ones: a 128-bit load in a loop body
 counts once. That is what a diff between two rungs needs ("the loads became 128-bit"); how often they
-ran is Nsight Compute's job (:mod:`labmagic.profile`).
+ran is Nsight Compute's job (:mod:`labmagic.child.ncu_run`).
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     params = parse_params(args.param)
-    if args.mode == "sanitize":  # before torch/JAX allocate: see labmagic.sanitize.UNPOOLED
+    if args.mode == "sanitize":  # before torch/JAX allocate: see labmagic.child.sanitizer_run.UNPOOLED
         import os
 
         from .sanitizer_run import UNPOOLED

@@ -1,4 +1,4 @@
-"""Rendering of the compile panel (:class:`labmagic.panel.Panel`) as HTML and as plain text.
+"""Rendering of the compile panel (:class:`labmagic.analysis.panel.Panel`) as HTML and as plain text.
 
 The text form is what a papermill log, a terminal and a git diff of an executed notebook show, so it
 is complete on its own: resources, occupancy with its limiter, the instruction mix, the diff and the

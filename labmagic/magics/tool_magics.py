@@ -1,8 +1,8 @@
 """``%ncu`` and ``%sanitize``: why a variant is as fast as it is, and whether it is correct at all.
 
-Both are thin over :func:`labmagic.profile.profile_variant` and
-:func:`labmagic.sanitize.sanitize_variant`, which rebuild the variant in a child process from the
-*saved* chapter notebook (see :mod:`labmagic.chapter` for why, and its limits). The chapter is the one
+Both are thin over :func:`labmagic.child.ncu_run.profile_variant` and
+:func:`labmagic.child.sanitizer_run.sanitize_variant`, which rebuild the variant in a child process from the
+*saved* chapter notebook (see :mod:`labmagic.child.replay` for why, and its limits). The chapter is the one
 whose race this notebook defines (``race.chapter``), or ``--chapter``. Defaults are settings:
 ``%config ExplainMagics.ncu_set = "detailed"``.
 
