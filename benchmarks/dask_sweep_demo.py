@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 CHAPTERS = ("01", "03", "04")
 SWEEP = ["--quick", "--force"]
 #: Timers that time on the device; the rest (Pallas, timed around JAX's dispatch) time on the host.
-DEVICE_TIMERS = ("cuda_event", "cuda_graph")
+DEVICE_TIMERS = ("cuda_event", "cuda_graph", "cupti")
 #: Seconds either sweep may take (the two-GPU host does each in about a minute).
 RUN_TIMEOUT_S = 200
 KEY = ("chapter", "variant", "shape", "dtype")

@@ -1,8 +1,9 @@
 """Timing one variant at one shape, with the GPU's own clock.
 
-Every variant (torch, CuPy-launched CUDA, Triton, Pallas/JAX) is timed with CUDA events recorded on
-torch's current stream, so all of them are measured by the same clock. The methods, and the bias each
-one has, are named in the ``timer`` column of every result row:
+Every variant is timed by the GPU's clock: torch, CuPy-launched CUDA and Triton with CUDA events on
+torch's current stream, Pallas/JAX (whose launches torch does not own) from the CUPTI records of their
+kernels' own start and end. The methods, and the bias each one has, are named in the ``timer`` column
+of every result row:
 
 ``cuda_event``
     ``start.record(); fn(*inputs); end.record()`` per call, after warm-up, median of many. Before each
@@ -24,13 +25,30 @@ one has, are named in the ``timer`` column of every result row:
     the timer falls back to ``cuda_event``. No eviction can sit between captured calls: the calls
     rotate over the input sets, and when those all fit in twice the L2 (tiny problems, whose working
     set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
+``cupti``
+    JAX (and Pallas) dispatch on JAX's own streams, invisible to torch's events and to graph capture,
+    so their calls are timed on the device clock from the kernels' own records: the timed calls run
+    under ``torch.profiler`` with CUDA activity only, whose Kineto backend reads CUPTI's activity
+    records of every kernel, memcpy and memset of the process (XLA's included: it uses the same
+    primary context). Before each call the L2 is evicted, an opening marker kernel
+    (``torch.cuda._sleep``) is launched and the device drained; after the call's result is ready a
+    closing marker follows. A call's time is the span from the first start to the last end of the
+    device work between its two markers (:mod:`labmagic.device_clock`). *In* the span: every kernel
+    of the call and the gaps between them (a multi-kernel JAX program that idles the GPU between
+    kernels pays for it). *Out*: JAX's host dispatch before the first kernel, the completion wake-up
+    after the last, and the eviction. A single-kernel call therefore reads what Nsight Compute's
+    ``gpu__time_duration`` would. The profiler's overhead is host-side; at most ``cupti_max_reps``
+    calls are profiled. The figure by blocking (below), taken in the same calls with the profiler's
+    host overhead added, is kept as ``Timing.host_blocking_ms``. If the records are missing (no
+    Kineto/CUPTI, or CUPTI taken by Nsight Compute), the timer falls back to ``cuda_event_blocking``
+    and says so in ``Timing.notes``.
 ``cuda_event_blocking``
-    JAX (and Pallas) dispatch on JAX's own streams, invisible to torch's events and to graph capture.
-    The L2 is evicted, the device drained, the start event recorded, the variant called and its
-    result waited for (``block_until_ready``) before the end event is recorded. All of JAX's work is
-    therefore inside the interval, which is biased *high* by JAX's host dispatch and the completion
-    wake-up (typically 10-30 us): a Pallas kernel is never flattered, and short ones look slower than
-    they are.
+    The fallback for JAX, and the method when ``use_cupti=False``. The L2 is evicted, the device
+    drained, the start event recorded, the variant called and its result waited for
+    (``block_until_ready``) before the end event is recorded. All of JAX's work is therefore inside
+    the interval, which is biased *high* by JAX's host dispatch and the completion wake-up (about
+    0.25-0.3 ms per call on an H200 with a recent JAX): a Pallas kernel is never flattered, and all
+    but the longest look much slower than they are.
 ``wall``
     :class:`WallTimer`, ``time.perf_counter`` around each call, for CPU-only diagnostics and tests of
     the orchestration; its numbers are never written to ``results/`` automatically.
@@ -42,10 +60,14 @@ from __future__ import annotations
 
 import math
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from .device_clock import call_spans_ms, read_trace
 
 
 @dataclass
@@ -58,6 +80,8 @@ class Timing:
     output_set: int = 0
     calls_per_sample: int = 1
     notes: list[str] = field(default_factory=list)
+    # ``cupti`` only: median of the same calls timed by blocking on the result (host dispatch included).
+    host_blocking_ms: float | None = None
 
     @property
     def median_ms(self) -> float:
@@ -113,10 +137,12 @@ class CudaTimer:
     """CUDA-event timing on torch's current stream (see the module docstring for the methods)."""
 
     def __init__(self, rep_ms: float = 100.0, warmup_ms: float = 25.0, min_reps: int = 10,
-                 max_reps: int = 2000, graph_below_us: float = 20.0, use_graphs: bool = True):
+                 max_reps: int = 2000, graph_below_us: float = 20.0, use_graphs: bool = True,
+                 use_cupti: bool = True, cupti_max_reps: int = 200):
         self.rep_ms, self.warmup_ms = rep_ms, warmup_ms
         self.min_reps, self.max_reps = min_reps, max_reps
         self.graph_below_us, self.use_graphs = graph_below_us, use_graphs
+        self.use_cupti, self.cupti_max_reps = use_cupti, cupti_max_reps
         self._flush = None
         self._overhead: float | None = None
         self._graph_error = ""
@@ -189,6 +215,8 @@ class CudaTimer:
              set_bytes: int = 0) -> Timing:
         est_ms, host_ms = self._estimate(fn, input_sets, blocking)
         if blocking:
+            if self.use_cupti:
+                return self._time_cupti(fn, input_sets, self._reps(est_ms))
             return self._time_blocking(fn, input_sets, self._reps(est_ms))
         # The warm-up loop's rate is bounded by the host (Triton's launcher alone costs ~20 us), so the
         # kernel's own length, which decides between graphs and events, comes from a short event probe.
@@ -246,6 +274,50 @@ class CudaTimer:
             end.synchronize()
             times.append(start.elapsed_time(end))
         return Timing(times, "cuda_event_blocking", out, idx)
+
+    def _time_cupti(self, fn, input_sets, reps) -> Timing:
+        """Bracket ``calls + 1`` calls with marker kernels under the profiler; time the last ``calls``
+        from their kernels' CUPTI records (see the module docstring and :mod:`labmagic.device_clock`)."""
+        import torch
+
+        k = len(input_sets)
+        calls = max(1, min(reps, self.cupti_max_reps))
+        marker = self._cycles_for_us(1.0)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        blocking, out, idx, spans, error = [], None, 0, None, "no device records for the calls"
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for i in range(calls + 1):  # call 0 is untimed: it absorbs records lost as CUPTI starts
+                    idx = i % k
+                    self._evict()
+                    torch.cuda._sleep(marker)  # opening marker
+                    torch.cuda.synchronize()  # the call's kernels start after the marker has ended
+                    start.record()
+                    out = fn(*input_sets[idx])
+                    block_until_ready(out)
+                    end.record()
+                    # Drain the whole device (JAX's streams too, even if ``out`` is a torch view of a JAX
+                    # array that ``block_until_ready`` cannot wait for), so the closing marker follows
+                    # every kernel of the call.
+                    torch.cuda.synchronize()
+                    torch.cuda._sleep(marker)
+                    torch.cuda.synchronize()
+                    if i:
+                        blocking.append(start.elapsed_time(end))
+            with tempfile.TemporaryDirectory() as tmp:
+                trace = Path(tmp) / "trace.json"
+                prof.export_chrome_trace(str(trace))
+                spans = call_spans_ms(read_trace(trace), calls)
+        except Exception as exc:  # noqa: BLE001 - the device clock is a refinement; blocking still works
+            torch.cuda.synchronize()
+            error = f"{type(exc).__name__}: {exc}"
+        if not spans:
+            timing = self._time_blocking(fn, input_sets, reps)
+            timing.notes.append(f"device clock (CUPTI) unavailable, timed by blocking on the result: {error}")
+            return timing
+        return Timing(spans, "cupti", out, idx, host_blocking_ms=statistics.median(blocking))
 
     def _time_graph(self, fn, input_sets, est_ms, resident) -> Timing | None:
         import torch

@@ -21,7 +21,8 @@ from . import roofline
 #: Variant-name prefixes and the backend they imply (``cuda_float4`` -> ``cuda``).
 BACKEND_PREFIXES = ("torch", "cuda", "cupy", "triton", "pallas", "jax", "cublas", "cudnn", "sdpa")
 
-#: Backends whose work runs on JAX's streams (timed with ``cuda_event_blocking``).
+#: Backends whose work runs on JAX's streams (timed on the device clock from CUPTI records, ``cupti``, else with
+#: ``cuda_event_blocking``).
 JAX_BACKENDS = ("jax", "pallas")
 
 
