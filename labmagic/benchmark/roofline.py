@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,11 +185,11 @@ class Roof:
 def spec_roof(spec: GpuSpec | None, dtype: str, sol=None, *, flops=None, nbytes=None) -> Roof | None:
     """The spec roof for a dtype, with a race's ``sol`` override applied.
 
-    ``sol`` is a number, or a ``{slug: number}`` mapping, in GB/s when the kernel is memory-bound at the
-    spec's ridge point and TFLOP/s otherwise, so a chapter states the one peak it is racing against.
+    ``sol`` is a number, or a mapping keyed by GPU (see :func:`sol_for`), in GB/s when the kernel is
+    memory-bound at the spec's ridge point and TFLOP/s otherwise, so a chapter states the one peak it is racing against.
     """
-    if isinstance(sol, dict):
-        sol = sol.get(spec.slug) if spec else None
+    if isinstance(sol, Mapping):
+        sol = sol_for(spec, sol)
     if spec is None and sol is None:
         return None
     bw = spec.bandwidth_gbps if spec else None
@@ -204,6 +205,26 @@ def spec_roof(spec: GpuSpec | None, dtype: str, sol=None, *, flops=None, nbytes=
             tf = float(sol)
         return Roof(bw, tf, "sol")
     return Roof(bw, tf, "spec")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def sol_for(spec: GpuSpec | None, sol: Mapping[str, float]):
+    """The entry of a per-GPU ``sol`` mapping that applies to ``spec``; None when none does.
+
+    A key is a slug (``nvidia-h200``) or a piece of the GPU's name (``"H200"``, ``"A100 80GB"``), matched without
+    case as whole words of the slug or of the spec's name (so ``"L4"`` is the L4, not the L40S). An exact slug
+    wins; otherwise the longest matching key, so ``{"H100": 989, "H100 PCIe": 756}`` gives the PCIe part its own.
+    """
+    if spec is None:
+        return None
+    if spec.slug in sol:
+        return sol[spec.slug]
+    words = (f"-{spec.slug}-", f"-{_slug(spec.name)}-")
+    matches = [k for k in sol if _slug(k) and any(f"-{_slug(k)}-" in w for w in words)]
+    return sol[max(matches, key=lambda k: len(_slug(k)))] if matches else None
 
 
 def measured_roof(ceilings: Ceilings | None, dtype: str) -> Roof | None:

@@ -5,8 +5,10 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
 
 1. **Correctness first**, on the awkward ``check_shapes`` with fresh random inputs, against ``ref``
    (:mod:`labmagic.benchmark.checks`). A variant that fails is ``mismatch`` and is never timed; one that raises is
-   ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``. The sweep goes on.
-2. **Timing** (:mod:`labmagic.benchmark.timing`), shape by shape from small to large, over rotated input sets. The
+   ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``. The sweep goes on. With ``sanitize``, a
+   CUDA variant that passed runs again under compute-sanitizer memcheck (:mod:`labmagic.benchmark.memcheck`), which
+   sees the out-of-bounds writes that the allocator's slack hides from the comparison.
+2. **Timing** (:mod:`labmagic.timing`), shape by shape from small to large, over rotated input sets. The
    output of the timed calls is checked again afterwards, so a variant cannot be right once and fast
    (and wrong) afterwards. Running out of memory is ``oom`` and skips the variant at larger shapes;
    allocator retries (a cudaMalloc that failed, emptied the cache, and succeeded) are counted.
@@ -214,13 +216,15 @@ def _default_timer(rep_ms, warmup_ms):
 
 def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, check: bool = True,
           save: bool | None = None, target: str | None = None, timer=None, plot: bool = True,
-          rep_ms: float | None = None, warmup_ms: float | None = None) -> BenchResult:
+          rep_ms: float | None = None, warmup_ms: float | None = None, sanitize: bool = False) -> BenchResult:
     """Check, time and judge every variant of ``race``; see the module docstring.
 
     ``shapes`` / ``variants`` narrow the race (the reference always runs: ``vs_ref`` needs it).
     ``target`` names the GPU whose spec the table is judged (or, without a GPU, predicted) against.
     ``timer`` replaces the CUDA-event timer (``labmagic.timing.WallTimer`` measures on CPU; its rows
     are never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows.
+    ``sanitize`` runs each CUDA variant that passed the check once more under compute-sanitizer memcheck, in a
+    child, before anything is timed (:mod:`labmagic.benchmark.memcheck`); a finding makes it an ``error`` row.
     """
     shapes = _shapes_in_order(race, shapes)
     if not shapes:  # no rows would come of it, and a save would write a CSV holding only its header
@@ -234,6 +238,12 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     spec, ceilings, notes = _roofs(target, gpu)
     verdicts = _check_all(race, names, check)
     notes += _unchecked(race, check)
+    if sanitize and not gpu:
+        notes.append("sanitize needs a GPU: nothing ran under memcheck")
+    elif sanitize:
+        from .memcheck import sanitize_checked  # imports the child's tooling only when asked
+
+        sanitize_checked(race, names, verdicts, notes)
     rows: list[Row] = []
     oom_at: dict[str, str] = {}
     for shape in shapes:

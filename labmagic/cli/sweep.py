@@ -30,6 +30,7 @@ from contextlib import contextmanager
 
 from ..errors import LabError
 from ..execute.parallel import parse_gpus, slug_for, summary, sweep
+from ..magics.bench_magic import SANITIZE_ENV
 from ..paths import CHAPTER_GLOB, book_dir, select_chapters
 from ..store.manifest import stale_chapters, up_to_date
 
@@ -52,6 +53,9 @@ def add_arguments(parser) -> None:
                         help=f"also write each passing executed notebook back into book/ (only on {BOOK_GPU})")
     parser.add_argument("--timeout", type=int, default=None, metavar="S", help="per-cell execution timeout")
     parser.add_argument("--list", action="store_true", help="list chapters and whether each is up to date; run none")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="every %%bench runs its CUDA variants' check under compute-sanitizer memcheck before "
+                             f"timing (sets {SANITIZE_ENV}=1 for the chapters; add --force for up-to-date ones)")
     cluster = parser.add_argument_group("on a Dask cluster (pip install 'labmagic[cluster]')")
     cluster.add_argument("--scheduler", metavar="local|local-cuda|ADDRESS",
                          help="run the chapters on a Dask cluster, once per GPU kind: 'local' (CPU workers here), "
@@ -71,6 +75,8 @@ def run(args) -> int:
     size = "quick" if args.quick else "full"
     book_gpu = os.environ.get("LABMAGIC_BOOK_GPU", BOOK_GPU)
     if args.scheduler:
+        if args.sanitize:
+            raise LabError("--sanitize runs on this machine's GPUs: drop --scheduler")
         return _run_on_cluster(args, chapters, size, book_gpu)
     for option, given in (("--kinds", args.kinds), ("--workers", args.workers is not None),
                           ("--allow-dirty", args.allow_dirty)):
@@ -90,6 +96,8 @@ def run(args) -> int:
             state = "up to date" if up_to_date(notebook, slug, size) else "to run"
             print(f"{notebook.stem}: {state} on {slug}")
         return 0
+    if args.sanitize:
+        os.environ[SANITIZE_ENV] = "1"  # the chapters' kernels inherit it; Bench.sanitize reads it
     return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
                                  timeout=args.timeout, reference=args.reference))
 

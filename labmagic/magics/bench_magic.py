@@ -10,6 +10,7 @@ the cell's output (``r = %bench race`` keeps it). Defaults live in the ``Bench``
 from __future__ import annotations
 
 import numbers
+import os
 import re
 
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -20,6 +21,9 @@ from traitlets.config import Configurable
 from ..errors import LabError
 
 _AXB = re.compile(r"^\d+(x\d+)+$")
+
+#: Set by ``labmagic sweep --sanitize`` for the chapters it executes: every ``%bench`` then sanitizes.
+SANITIZE_ENV = "LABMAGIC_BENCH_SANITIZE"
 
 
 class Bench(Configurable):
@@ -32,6 +36,9 @@ class Bench(Configurable):
     plot = Bool(True, help="Draw latency, memory and roofline plots under the table.").tag(config=True)
     target = Unicode("", help="GPU whose spec sheet the table is judged (no GPU: predicted) against, "
                                "e.g. 'h200', 'a100'. Empty: this GPU, or the H200 without one.").tag(config=True)
+    sanitize = Bool(False, help="Run each CUDA variant under compute-sanitizer memcheck after its check, before "
+                                f"timing (slow). Also on while {SANITIZE_ENV}=1 (labmagic sweep --sanitize).").tag(
+        config=True)
 
 
 #: What ``--shapes`` accepts, for its error messages.
@@ -90,6 +97,9 @@ class BenchMagics(Magics):
     @argument("--no-check", action="store_true", help="skip the correctness pass before timing")
     @argument("--no-save", action="store_true", help="do not write results/<gpu>/bench/")
     @argument("--no-plot", action="store_true", help="no plots under the table")
+    @argument("--sanitize", action="store_true",
+              help="after the check, run each CUDA variant under compute-sanitizer memcheck in a child (the chapter "
+                   "replayed from disk); a variant with findings is an error row naming kernel and cell line")
     @argument("--target", help="GPU spec to judge or predict against (h200, h100, a100, l4, rtx 4090, ...)")
     @line_magic
     def bench(self, line: str):
@@ -109,10 +119,16 @@ class BenchMagics(Magics):
 
             return verify(race, variants=variants, shapes=shapes)
         s = self.settings
+        sanitize = args.sanitize or s.sanitize or sanitize_from_env()
         return bench(race, shapes=shapes, variants=variants, check=not args.no_check,
                      save=None if (s.save and not args.no_save) else False,
                      target=args.target or s.target or None, plot=s.plot and not args.no_plot,
-                     rep_ms=s.rep_ms, warmup_ms=s.warmup_ms)
+                     rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize)
+
+
+def sanitize_from_env() -> bool:
+    """Whether the sweep that runs this notebook asked for ``--sanitize`` (read at each ``%bench``)."""
+    return os.environ.get(SANITIZE_ENV, "") not in ("", "0")
 
 
 def register(ipython) -> None:

@@ -151,3 +151,28 @@ def test_calibrate_without_a_gpu_says_so():
     ceilings.add_arguments(parser)
     with pytest.raises(labmagic.NoGPUError, match="has none"):
         ceilings.run(parser.parse_args([]))
+
+
+def test_sol_keyed_by_a_piece_of_the_gpu_name():
+    sol = {"H200": 900.0, "H100": 800.0, "A100": 300.0}
+    spec = roofline.SPECS
+    gemm = dict(flops=2 * 8192**3, nbytes=3 * 2 * 8192**2)  # compute-bound: sol is TFLOP/s
+    assert roofline.spec_roof(spec["nvidia-h200"], "bf16", sol, **gemm).tflops == 900.0
+    assert roofline.spec_roof(roofline.find_spec("NVIDIA H100 80GB HBM3"), "bf16", sol, **gemm).tflops == 800.0
+    assert roofline.spec_roof(spec["nvidia-h100-pcie"], "bf16", sol, **gemm).tflops == 800.0
+    assert roofline.spec_roof(spec["nvidia-a100-80gb-pcie"], "bf16", {"a100": 300.0}, **gemm).tflops == 300.0
+    # No key matches: the spec's own peak, as for a slug that is absent.
+    roof = roofline.spec_roof(spec["nvidia-l40s"], "bf16", sol, **gemm)
+    assert roof.tflops == 362.0 and roof.source == "spec"
+    # Whole words: "L4" is the L4, not the L40S.
+    assert roofline.sol_for(spec["nvidia-l40s"], {"L4": 1.0}) is None
+    assert roofline.sol_for(spec["nvidia-l4"], {"L4": 1.0}) == 1.0
+    # The longest matching key wins, whatever the order; an exact slug wins over everything.
+    assert roofline.sol_for(spec["nvidia-h100-pcie"], {"H100 PCIe": 756.0, "H100": 989.0}) == 756.0
+    assert roofline.sol_for(spec["nvidia-h100-pcie"], {"H100": 989.0, "h100-pcie": 756.0}) == 756.0
+    assert roofline.sol_for(spec["nvidia-h100-80gb-hbm3"], {"H100 PCIe": 756.0, "H100": 989.0}) == 989.0
+    assert roofline.sol_for(spec["nvidia-h200"], {"nvidia-h200": 1.0, "NVIDIA H200 SXM": 2.0}) == 1.0
+    # A memory-bound race states GB/s.
+    copy = dict(flops=None, nbytes=2 * 4 * 2**28)
+    assert roofline.spec_roof(spec["nvidia-h200"], "fp32", {"h200": 4000.0}, **copy).bandwidth_gbps == 4000.0
+    assert roofline.spec_roof(None, "fp32", {"h200": 4000.0}, **copy) is None

@@ -105,6 +105,23 @@ def test_sweep_reports_failures_and_keeps_going(tiny_repo, capsys):
     assert _manifest(tiny_repo, "01_alpha")["input_hash"] == chapter_hash(tiny_repo / "book" / "01_alpha.ipynb")
 
 
+def test_sweep_sanitize_reaches_every_bench_of_the_chapters(tiny_repo, monkeypatch, capsys):
+    from labmagic.magics.bench_magic import SANITIZE_ENV
+
+    monkeypatch.setenv(SANITIZE_ENV, "")  # restored after the test: the sweep sets it in this process
+    write_chapter(tiny_repo / "book" / "04_delta.ipynb", "%load_ext labmagic", (
+        "import torch, labmagic.benchmark\n"
+        "race = labmagic.benchmark.Race(chapter='04_delta', variants={'torch': torch.add}, ref='torch',\n"
+        "    make_inputs=lambda n: (torch.randn(n), torch.randn(n)), shapes=[16], check_shapes=[3])"),
+        "r = %bench race --no-plot --no-save\nprint('notes:', r.notes)", title="Delta")
+    assert run_command(sweep_cmd, ["--quick", "04"]) == 0
+    text = _outputs_text(tiny_repo / "results" / "cpu" / "notebooks" / "04_delta.ipynb")
+    assert "notes:" in text and "sanitize" not in text
+    assert run_command(sweep_cmd, ["--quick", "--force", "--sanitize", "04"]) == 0
+    text = _outputs_text(tiny_repo / "results" / "cpu" / "notebooks" / "04_delta.ipynb")
+    assert "sanitize needs a GPU: nothing ran under memcheck" in text  # %bench got sanitize=True from the sweep
+
+
 def test_sweep_resumes_and_force_reruns(tiny_repo, capsys):
     book = tiny_repo / "book"
     assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0

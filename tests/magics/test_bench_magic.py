@@ -40,3 +40,17 @@ def test_a_token_that_is_not_a_shape_is_one_line_naming_it_and_the_accepted_form
         race_shell.run(f"%bench shapes_race --no-plot --shapes 16 {token}")
     assert str(caught.value).startswith("--shapes: ") and said in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("line, env, asked", [
+    ("--sanitize", "", True),
+    ("", "1", True),  # labmagic sweep --sanitize sets it for the chapters it runs
+    ("", "", False),
+    ("", "0", False),
+])
+def test_sanitize_reaches_bench_from_the_flag_or_the_sweep(race_shell, monkeypatch, line, env, asked):
+    from labmagic.magics.bench_magic import SANITIZE_ENV
+
+    monkeypatch.setenv(SANITIZE_ENV, env)
+    result = race_shell.run(f"%bench shapes_race --no-plot {line}")
+    assert ("sanitize needs a GPU: nothing ran under memcheck" in result.notes) is asked
