@@ -58,10 +58,12 @@ Nothing here synchronizes inside a variant; synchronization happens between time
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,7 +290,7 @@ class CudaTimer:
         try:
             from torch.profiler import ProfilerActivity, profile
 
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with _one_profiling_cycle(), profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for i in range(calls + 1):  # call 0 is untimed: it absorbs records lost as CUPTI starts
                     idx = i % k
                     self._evict()
@@ -354,3 +356,12 @@ class CudaTimer:
         times = [s.elapsed_time(e) / calls for s, e in zip(starts, ends)]
         # The output of the last captured call, as written by the last replay.
         return Timing(times, "cuda_graph" + ("+l2" if resident else ""), out, (calls - 1) % k, calls)
+
+
+@contextlib.contextmanager
+def _one_profiling_cycle():
+    """torch warns that each profiling cycle drops the previous one's events: the timer runs one cycle and reads
+    it whole, so the warning would only be noise in a chapter's output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        yield
