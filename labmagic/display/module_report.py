@@ -1,4 +1,9 @@
-"""The one-line-per-kernel resource report shown under a ``%%cuda_kernel`` cell."""
+"""The one-line-per-kernel resource report shown under a ``%%cuda_kernel`` cell.
+
+The HTML table reads as the text does once its tags are stripped (``vecadd [sm_90] regs 12 | smem 0 B | ...``):
+its cells are separated by spaces and ``|``, not only by the table's layout. It sits at the left of the output,
+not centred as notebook front ends centre tables by default.
+"""
 
 from __future__ import annotations
 
@@ -41,17 +46,19 @@ def module_html(module) -> str:
     for name, kernel in module.kernels.items():
         res = kernel.resources
         if res is None:
-            rows.append(f"<tr><td><code>{html.escape(name)}</code></td><td colspan=5>no resource report</td></tr>")
+            rows.append(f"<tr><td><code>{html.escape(name)}</code></td> <td colspan=5>no resource report</td></tr>")
             continue
         cells = []
-        for label, value, alarming in resource_fields(res):
+        for i, (label, value, alarming) in enumerate(resource_fields(res)):
             style = ' style="color:#b00020;font-weight:bold"' if alarming else ""
-            cells.append(f"<td{style}>{label} {html.escape(value)}</td>")
+            sep = "| " if i else ""
+            cells.append(f"<td{style}>{sep}{label} {html.escape(value)}</td>")
         rows.append(
-            f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(res.arch)}</td>{''.join(cells)}</tr>"
+            f"<tr><td><code>{html.escape(name)}</code></td> <td>[{html.escape(res.arch)}]</td> {' '.join(cells)}</tr>"
         )
     return (
-        '<table class="labmagic-resources" style="font-family:monospace;font-size:90%">'
-        + "".join(rows)
+        '<table class="labmagic-resources" '
+        'style="font-family:monospace;font-size:90%;text-align:left;margin-left:0;margin-right:auto">'
+        + "\n".join(rows)
         + "</table>"
     )

@@ -2,7 +2,9 @@
 
 The text form is what a papermill log, a terminal and a git diff of an executed notebook show, so it
 is complete on its own: resources, occupancy with its limiter, the instruction mix, the diff and the
-SASS. The HTML form holds the same content, with the long parts (SASS, PTX) folded in ``<details>``.
+SASS. The HTML form holds the same content, with the long parts (SASS, PTX) folded in ``<details>``; its parts
+are separated by line breaks in the source, so its text with the tags stripped does not run together, and its
+tables sit at the left (``_LEFT``), not centred as notebook front ends centre tables by default.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def render_text(panel) -> str:
 # --- HTML ----------------------------------------------------------------------------------------
 
 _RED = "color:#b00020;font-weight:bold"
+_LEFT = "text-align:left;margin-left:0;margin-right:auto"
 _GREEN = "color:#1b7a1b"
 
 
@@ -127,7 +130,8 @@ def _diff_html(d) -> str:
         for r in changed)
     same = ", ".join(r.metric for r in d.rows if not r.changed)
     return (f"<p>diff vs <code>{_e(d.before)}</code>:</p>"
-            '<table class="labmagic-diff"><tr><th>metric</th><th>before</th><th>after</th><th>delta</th></tr>'
+            f'<table class="labmagic-diff" style="{_LEFT}">'
+            "<tr><th>metric</th><th>before</th><th>after</th><th>delta</th></tr>"
             f"{rows}</table>" + (f"<p style='font-size:85%'>unchanged: {html.escape(same)}</p>" if same else ""))
 
 
@@ -146,7 +150,8 @@ def kernel_html(k, show_sass: bool, show_ptx: bool) -> str:
         rows = "".join(
             f"<tr><td><code>{_e(key)}</code></td><td>{count}</td><td>{_e(widths)}</td><td>{_e(label)}</td></tr>"
             for key, label, count, widths in items)
-        parts.append("<table class='labmagic-mix'><tr><th>SASS</th><th>static count</th><th>widths</th>"
+        parts.append(f"<table class='labmagic-mix' style='{_LEFT}'>"
+                     "<tr><th>SASS</th><th>static count</th><th>widths</th>"
                      f"<th>meaning</th></tr>{rows}</table>")
     if k.note:
         parts.append(f"<div>{_e(k.note)}</div>")
@@ -159,11 +164,11 @@ def kernel_html(k, show_sass: bool, show_ptx: bool) -> str:
         parts.append(f"<details><summary>SASS with cell lines</summary><pre>{html.escape(k.sass_text)}</pre></details>")
     if show_ptx and k.ptx:
         parts.append(f"<details><summary>PTX</summary><pre>{html.escape(k.ptx)}</pre></details>")
-    return "<div class='labmagic-panel-kernel' style='margin-bottom:1em'>" + "".join(parts) + "</div>"
+    return f"<div class='labmagic-panel-kernel' style='margin-bottom:1em;{_LEFT}'>\n" + "\n".join(parts) + "\n</div>"
 
 
 def render_html(panel) -> str:
     if not panel.kernels:
         return f"<p>compile panel [{html.escape(panel.arch)}]: no kernels</p>"
-    body = "".join(kernel_html(k, panel.show_sass, panel.show_ptx) for k in panel.kernels)
-    return f"<div class='labmagic-panel' style='font-family:monospace;font-size:90%'>{body}</div>"
+    body = "\n".join(kernel_html(k, panel.show_sass, panel.show_ptx) for k in panel.kernels)
+    return f"<div class='labmagic-panel' style='font-family:monospace;font-size:90%;text-align:left'>{body}</div>"

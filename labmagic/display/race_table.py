@@ -2,8 +2,11 @@
 
 Both renderings carry the same facts in the same order: the GPU and timer named in a header line
 (or, without a GPU, the statement that nothing was measured and which spec the prediction uses), then
-the table(s), then a footer. A measurement has one table per shape, whose marks the footer explains:
+the table(s), then a footer. A measurement has one table per shape, whose marks the footer lists, one per line:
 ``*`` allocator retries during the calls, ``!`` faster than the physical floor (suspicious, not a win).
+The ``peak mem`` and ``sdpa`` columns appear only when some row has a value there (a race that never calls
+SDPA has no ``sdpa`` column). The HTML table shows fewer columns (:func:`html_columns`) so that it fits the
+book's text column; the full set follows it, folded in ``<details>``. The text keeps the full set: a log has no width.
 A prediction (no GPU) has one compact table: a row per variant, a column per shape, each cell the floor
 in ms or, where the variant would not run there, its status; what is the same on every row (the
 variants that need a GPU, an error repeated at every shape) is said once, below the table.
@@ -18,6 +21,13 @@ import html
 
 MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "min-max ms", "TFLOP/s", "GB/s", "% SOL",
                     "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
+#: Left out of the HTML table by default (each still in the folded "all columns" table): the floor is in the line
+#: above the table, % SOL repeats % ceiling against the spec sheet, and the spread is the widest cell.
+HTML_FOLDED_COLUMNS = ("min-max ms", "% SOL", "floor ms")
+#: What the marks in a measured table mean: (mark, meaning), one line or list item each.
+MARKS = [("*", "allocator retries during the calls"),
+         ("!", "faster than the physical floor (suspicious)"),
+         ("vs ref", "reference time / variant time")]
 #: The prediction's leading columns; one column per shape follows, each cell the floor in ms or the status.
 PREDICTED_COLUMNS = ["variant", "backend", "status"]
 
@@ -52,7 +62,8 @@ def _note(row) -> str:
     return ""
 
 
-def _cells(result, row) -> list[str]:
+def _cells(result, row) -> dict[str, str]:
+    """The row's cell under each of :data:`MEASURED_COLUMNS`."""
     median = _num(row.ms_median, 4)
     if row.ms_median is not None:
         median += "*" if row.alloc_retries else ""
@@ -64,9 +75,30 @@ def _cells(result, row) -> list[str]:
         note = (note + "; " if note else "") + f"{row.alloc_retries} allocator retries"
     if row.below_floor:
         note = (note + "; " if note else "") + "faster than the floor: check the kernel and nbytes/flops"
-    return [row.variant, row.backend, _status(row), median, spread, _num(row.tflops), _num(row.gbps),
-            _num(row.sol_pct), _num(row.ceiling_pct), vs_ref, _num(row.predicted_ms, 4),
-            _bytes(row.peak_mem_bytes), row.sdpa_backend, note]
+    return dict(zip(MEASURED_COLUMNS, [
+        row.variant, row.backend, _status(row), median, spread, _num(row.tflops), _num(row.gbps),
+        _num(row.sol_pct), _num(row.ceiling_pct), vs_ref, _num(row.predicted_ms, 4),
+        _bytes(row.peak_mem_bytes), row.sdpa_backend, note]))
+
+
+def measured_columns(result) -> list[str]:
+    """:data:`MEASURED_COLUMNS` less ``sdpa`` where no row called SDPA and ``peak mem`` where no row has one."""
+    rows = result.rows
+    empty = set()
+    if all(r.sdpa_backend in ("-", "", None) for r in rows):
+        empty.add("sdpa")
+    if all(r.peak_mem_bytes is None for r in rows):
+        empty.add("peak mem")
+    return [c for c in MEASURED_COLUMNS if c not in empty]
+
+
+def html_columns(result) -> list[str]:
+    """The HTML table's default columns: :func:`measured_columns` less :data:`HTML_FOLDED_COLUMNS`, except that
+    without measured ceilings (every ``% ceiling`` is ``-``) ``% SOL`` stands in for ``% ceiling``."""
+    folded = set(HTML_FOLDED_COLUMNS)
+    if all(r.ceiling_pct is None for r in result.rows):
+        folded = (folded - {"% SOL"}) | {"% ceiling"}
+    return [c for c in measured_columns(result) if c not in folded]
 
 
 def header(result) -> str:
@@ -79,14 +111,6 @@ def header(result) -> str:
             else "no measured ceilings (labmagic calibrate)")
     spec = f"spec: {result.spec.name}" if result.spec else "spec: unknown GPU"
     return f"{result.chapter} on {result.device} | timer: {result.timer} | {spec} | {ceil}"
-
-
-def _footer(result) -> list[str]:
-    lines = list(result.notes)
-    if result.measured:
-        lines.append("* allocator retries during the calls   ! faster than the physical floor (suspicious)   "
-                     "vs ref: reference time / variant time")
-    return lines
 
 
 def _by_shape(result):
@@ -162,21 +186,21 @@ def render_text(result) -> str:
     if not result.measured:
         title, table, _, notes = _prediction(result)
         out += ["", title] + _text_table(table, len(PREDICTED_COLUMNS))
-        footer = notes + _footer(result)
+        footer = notes + list(result.notes)
         return "\n".join(out + ([""] + footer if footer else []))
-    columns = MEASURED_COLUMNS
+    columns = measured_columns(result)
     for shape, rows in _by_shape(result):
-        table = [columns] + [_cells(result, r) for r in rows]
+        table = [columns] + [[cells[c] for c in columns] for cells in (_cells(result, r) for r in rows)]
         widths = [max(len(line[i]) for line in table) for i in range(len(columns) - 1)]
         out.append("")
         out.append(f"shape {shape} ({rows[0].dtype})  {_floor_line(rows)}".rstrip())
         for line in table:
             cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))]
             out.append("  ".join(cells + [line[-1]]).rstrip())
-    footer = _footer(result)
-    if footer:
-        out.append("")
-        out.extend(footer)
+    if result.notes:
+        out += [""] + list(result.notes)
+    width = max(len(mark) for mark, _ in MARKS)
+    out += ["", "marks:"] + [f"  {mark.ljust(width)}  {meaning}" for mark, meaning in MARKS]
     return "\n".join(out)
 
 
@@ -188,27 +212,44 @@ def _prediction_html(result) -> list[str]:
         style = ' style="color:#b00"' if bad else ""
         parts.append(f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>")
     parts.append("</tbody></table>")
-    parts += [f"<p><small>{html.escape(line)}</small></p>" for line in notes + _footer(result)]
+    parts += [f"<p><small>{html.escape(line)}</small></p>" for line in notes + list(result.notes)]
     return parts
 
 
+def _measured_table(columns, cells, rows, attrs: str = "") -> list[str]:
+    parts = [f"<table{attrs}><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+             + "</tr></thead><tbody>"]
+    for r, row_cells in zip(rows, cells):
+        style = ' style="color:#b00"' if r.status not in ("ok", "predicted") else ""
+        parts.append(f"<tr{style}>" + "".join(f"<td>{html.escape(row_cells[c])}</td>" for c in columns) + "</tr>")
+    parts.append("</tbody></table>")
+    return parts
+
+
+def _marks_html() -> str:
+    items = "".join(f"<li><code>{html.escape(mark)}</code> {html.escape(meaning)}</li>" for mark, meaning in MARKS)
+    return f'<ul class="labmagic-legend" style="font-size:85%">{items}</ul>'
+
+
 def render_html(result) -> str:
-    """One HTML table per shape, then the plot (when something was measured); one table for a prediction."""
-    columns = MEASURED_COLUMNS
+    """One HTML table per shape (the columns that fit the book, then all of them folded), the marks as a list,
+    then the plot (when something was measured); one table for a prediction."""
+    everything, columns = measured_columns(result), html_columns(result)
     parts = [f'<div class="labmagic-bench"><p><b>{html.escape(header(result))}</b></p>']
     if not result.measured:
         return "\n".join(parts + _prediction_html(result) + ["</div>"])
     for shape, rows in _by_shape(result):
         parts.append(f"<p>shape <code>{html.escape(shape)}</code> ({html.escape(rows[0].dtype)}) "
                      f"{html.escape(_floor_line(rows))}</p>")
-        parts.append('<table><thead><tr>' + "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-                     + "</tr></thead><tbody>")
-        for r in rows:
-            style = ' style="color:#b00"' if r.status not in ("ok", "predicted") else ""
-            parts.append(f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(result, r)) + "</tr>")
-        parts.append("</tbody></table>")
-    for line in _footer(result):
+        cells = [_cells(result, r) for r in rows]
+        parts += _measured_table(columns, cells, rows)
+        if columns != everything:
+            parts.append("<details><summary>all columns</summary>")
+            parts += _measured_table(everything, cells, rows, ' class="labmagic-all-columns"')
+            parts.append("</details>")
+    for line in result.notes:
         parts.append(f"<p><small>{html.escape(line)}</small></p>")
+    parts.append(_marks_html())
     if result.png:
         data = base64.b64encode(result.png).decode()
         parts.append(f'<img alt="{html.escape(result.chapter)} plots" src="data:image/png;base64,{data}"/>')

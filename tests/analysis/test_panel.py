@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 from labmagic.analysis.panel import build_panel
 from labmagic.compiler import nvrtc
 
@@ -155,3 +158,18 @@ def test_panel_without_a_disassembler_still_shows_resources_and_occupancy(monkey
     k = panel["copy"]
     assert k.instructions == [] and k.occupancy.percent == 100.0 and k.registers > 0
     assert "no SASS: nvdisasm not found" in repr(panel)
+
+
+def test_panel_html_reads_apart_and_its_tables_sit_left():
+    panel = build_panel(_compile(VECTOR), block_size=256, previous=_compile(NAIVE))
+    page = panel._repr_html_()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    k = panel["copy"]
+    # The tags stripped, the name, the arch and the resources stay apart (not 'copysm_90regs 12').
+    assert re.search(rf"copy\s+\[sm_90\]\s+regs {k.resources.registers} \| smem", text), text
+    tables = re.findall(r"<table[^>]*>", page)
+    assert len(tables) == 2  # the instruction mix and the diff
+    for tag in tables:
+        flat = tag.replace(" ", "").lower()
+        assert "margin:auto" not in flat and "margin-left:auto" not in flat and "align=" not in flat
+        assert "text-align:left" in flat and "margin-left:0" in flat

@@ -7,6 +7,7 @@ the real IPython shell); nothing is mocked. Shapes are small so the suite stays 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -387,3 +388,79 @@ def test_triton_variants_are_checked_in_the_interpreter_on_cpu():
 
     result = bench(race_with(triton_add=triton_add))
     assert status(result, "triton_add") == "predicted", result.row("triton_add", 2**10).error
+
+
+# -- reading at the book's width -----------------------------------------------------------------
+
+def _tables(html_text):
+    """Each <table> of an HTML rendering as (its class, its header cells, its rows of cells)."""
+    tables = []
+    for attrs, body in re.findall(r"<table([^>]*)>(.*?)</table>", html_text, re.S):
+        cls = re.search(r'class="([^"]*)"', attrs)
+        heads = re.findall(r"<th>(.*?)</th>", body)
+        rows = [re.findall(r"<td>(.*?)</td>", tr) for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body)]
+        tables.append((cls.group(1) if cls else "", heads, [r for r in rows if r]))
+    return tables
+
+
+def _text_header(text):
+    return re.split(r"\s{2,}", next(line for line in text.splitlines() if line.startswith("variant ")).strip())
+
+
+def test_sdpa_and_peak_mem_columns_appear_only_when_some_row_has_them():
+    result = bench(race_with(torch_x=torch_add), timer=WallTimer(reps=2), plot=False)
+    assert result.measured
+    head = _text_header(repr(result))
+    assert "sdpa" not in head and "peak mem" not in head
+    assert head[:3] == ["variant", "backend", "status"] and "floor ms" in head and "min-max ms" in head
+    for _, heads, _ in _tables(result._repr_html_()):
+        assert heads and "sdpa" not in heads and "peak mem" not in heads
+    row = result.row("torch_x", 2**12)
+    row.sdpa_backend, row.peak_mem_bytes = "flash", 3 * 2**20
+    text = repr(result)
+    head = _text_header(text)
+    assert head[-3:] == ["peak mem", "sdpa", "note"]
+    line = next(line for line in text.splitlines() if line.startswith("torch_x ") and "flash" in line)
+    assert "3.0 MiB" in line
+    tables = _tables(result._repr_html_())
+    assert tables and all(heads[-3:] == ["peak mem", "sdpa", "note"] for _, heads, _ in tables)
+    flash = [dict(zip(heads, cells)) for _, heads, rows in tables for cells in rows if cells[0] == "torch_x"]
+    assert {c["sdpa"] for c in flash} == {"flash", "-"} and {c["peak mem"] for c in flash} == {"3.0 MiB", "-"}
+
+
+def test_html_table_shows_fewer_columns_and_folds_the_full_set_below():
+    result = bench(race_with(), timer=WallTimer(reps=2), plot=False)
+    html = result._repr_html_()
+    tables = _tables(html)
+    default = [t for t in tables if t[0] == ""]
+    full = [t for t in tables if t[0] == "labmagic-all-columns"]
+    assert len(default) == len(full) == len(result.shapes) == 2
+    for (_, short, short_rows), (_, every, every_rows) in zip(default, full):
+        assert {"min-max ms", "floor ms"} <= set(every) - set(short)
+        assert set(short) < set(every) and short[:4] == ["variant", "backend", "status", "median ms"]
+        # Without measured ceilings % ceiling is '-' everywhere: % SOL stands in for it.
+        assert "% SOL" in short and "% ceiling" not in short
+        assert [r[0] for r in short_rows] == [r[0] for r in every_rows]
+        assert _text_header(repr(result)) == every  # the text keeps every column
+    assert html.count("<details><summary>all columns</summary>") == 2
+    folded = re.findall(r"<details><summary>all columns</summary>\s*<table([^>]*)>", html)
+    assert folded == [' class="labmagic-all-columns"'] * 2
+
+
+def test_marks_are_listed_one_per_line():
+    result = bench(race_with(), timer=WallTimer(reps=2), plot=False)
+    html = result._repr_html_()
+    legend = re.findall(r'<ul class="labmagic-legend"[^>]*>(.*?)</ul>', html, re.S)
+    assert len(legend) == 1
+    items = re.findall(r"<li>(.*?)</li>", legend[0])
+    assert [re.sub(r"<[^>]+>", "", i).split(" ", 1)[0] for i in items] == ["*", "!", "vs"]
+    assert "allocator retries" in items[0] and "physical floor" in items[1] and "reference time" in items[2]
+    assert all(i.count("allocator") + i.count("floor") + i.count("reference") == 1 for i in items)
+    lines = repr(result).splitlines()
+    at = lines.index("marks:")
+    marks = [line.split() for line in lines[at + 1:]]
+    assert [m[0] for m in marks] == ["*", "!", "vs"] and len(marks) == 3
+    assert "allocator retries" in lines[at + 1] and "physical floor" in lines[at + 2] and "reference" in lines[at + 3]
+    # A prediction has no marks to explain.
+    prediction = bench(race_with(), target="a100")
+    assert "labmagic-legend" not in prediction._repr_html_() and "marks:" not in repr(prediction)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -317,3 +318,19 @@ def test_cupy_arrays_are_accepted(shell):
     shell.ns["vecadd"](a, a, c, 100, grid=1, block=128)
     torch.cuda.synchronize()
     assert cupy.allclose(c, 2 * a)
+
+
+def test_resource_report_html_reads_apart_and_sits_left(shell):
+    shell.cell_magic("cuda_kernel", "", VECADD.replace("vecadd", "vecadd_naive"))
+    module = shell.ns["vecadd_naive"].module
+    res = shell.ns["vecadd_naive"].resources
+    page = module._repr_html_()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    # The tags stripped, the name, the arch and each field stay apart (not 'vecadd_naivesm_90regs 12').
+    assert re.search(rf"vecadd_naive\s+\[{res.arch}\]\s+regs {res.registers}\s+\|\s+smem 0 B\s+\|\s+stack", text), text
+    tables = re.findall(r"<table[^>]*>", page)
+    assert tables
+    for tag in tables:
+        flat = tag.replace(" ", "").lower()
+        assert "margin:auto" not in flat and "margin-left:auto" not in flat and "align=" not in flat
+        assert "text-align:left" in flat and "margin-left:0" in flat
