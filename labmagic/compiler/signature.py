@@ -15,6 +15,7 @@ asked of NVRTC, see :mod:`.type_probe`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 _QUALIFIERS = {"__restrict__", "__restrict", "restrict", "volatile", "struct", "class", "typename"}
@@ -190,8 +191,12 @@ def _namespace_at(position: int, namespaces: list[tuple[int, int, re.Match]]) ->
     return "::".join(names)
 
 
-def parse_kernels(source: str) -> list[KernelDecl]:
-    """Every ``__global__`` function declared or defined in ``source``, in order of appearance."""
+@functools.lru_cache(maxsize=128)
+def parse_kernels(source: str) -> tuple[KernelDecl, ...]:
+    """Every ``__global__`` function declared or defined in ``source``, in order of appearance.
+
+    Remembered per source text: ``compile_module`` and ``nvrtc.compile`` both read a cell's kernels, on every run of
+    the cell (a compile-cache hit included), and the declarations are frozen."""
     text = strip_comments(source)
     extern_blocks = _blocks(text, _EXTERN_C_BLOCK)
     namespaces = _blocks(text, _NAMESPACE_BLOCK)
@@ -209,7 +214,7 @@ def parse_kernels(source: str) -> list[KernelDecl]:
     unique: dict[str, KernelDecl] = {}
     for k in kernels:
         unique[k.qualified_name] = k
-    return list(unique.values())
+    return tuple(unique.values())
 
 
 def _declaration(text: str, m: re.Match) -> KernelDecl | None:
