@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 from ..child.ncu_run import ProfilerError, find_ncu, profile_variant
-from ..display.profile_view import shown_path
 from ..runtime import require_gpu
 from .chapter_args import add_chapter_arguments, chapter_variants
 
@@ -33,6 +32,5 @@ def run(args) -> int:
             print(f"{variant}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        print(repr(result))
-        print(f"  report: {shown_path(result.report)}\n")
+        print(repr(result) + "\n")  # its last line names the report
     return 1 if failed else 0
