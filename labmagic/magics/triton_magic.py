@@ -8,7 +8,6 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Int
 
-from ..analysis.triton_panel import TritonPanel, triton_panel
 from ..errors import LabError
 
 
@@ -36,6 +35,9 @@ class TritonPanelMagics(Magics):
     def triton_panel(self, line: str):
         """Compile a Triton kernel for the target architecture without launching it; show its resources,
         occupancy, SASS instruction mix, a diff (``--vs``) and the IRs asked for (``--ir``)."""
+        # Imported here: %load_ext registers this magic in every notebook, and most never ask for a Triton panel.
+        from ..analysis.triton_panel import TritonPanel, triton_panel
+
         args = parse_argstring(self.triton_panel, line)
         ns = self.shell.user_ns
         kernel = self._value(args.kernel)
