@@ -16,14 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import LabError
+from ..paths import CHAPTER_NAME
 from .schema import COLUMNS, NUMERIC, OK
 
 #: A GPU's folder under ``results/`` (what :func:`labmagic.runtime.device_slug` makes): the page uses it in anchors,
 #: CSS classes and paths, so nothing else is accepted.
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-#: A bench CSV's stem: the chapter that wrote it (``01_vector_add``; a script's race may be ``timer_agreement``).
-#: The page heads and links with it, so it is held to what the writers allow (see ``labmagic.paths``).
-CHAPTER = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
 def csv_paths(root: Path) -> list[Path]:
@@ -37,7 +35,8 @@ def check_names(path: Path) -> tuple[str, str]:
     if not SLUG.fullmatch(slug):
         raise LabError(f"results/ holds a GPU folder {slug!r} that is not a device slug (lower-case letters and "
                        f"digits, joined by single dashes, as `labmagic sweep` names it)")
-    if not CHAPTER.fullmatch(chapter):
+    # The page heads and links with the CSV's stem, so it is held to the rule its writers follow.
+    if not CHAPTER_NAME.fullmatch(chapter):
         raise LabError(f"results/{slug}/bench/ holds {path.name!r}: {chapter!r} is not a chapter name (lower-case "
                        f"letters, digits and underscores, like 01_vector_add)")
     return slug, chapter
