@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from .device_clock import call_spans_ms, read_trace
+from .noise import median_interval
 
 
 @dataclass
@@ -96,6 +97,11 @@ class Timing:
     @property
     def max_ms(self) -> float:
         return max(self.times_ms)
+
+    @property
+    def median_interval_ms(self) -> tuple[float, float] | None:
+        """The median's 95% confidence interval over the timed samples (None below six of them)."""
+        return median_interval(self.times_ms)
 
 
 def block_until_ready(out) -> None:

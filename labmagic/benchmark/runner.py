@@ -11,7 +11,9 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
 2. **Timing** (:mod:`labmagic.timing`), shape by shape from small to large, over rotated input sets. The
    output of the timed calls is checked again afterwards, so a variant cannot be right once and fast
    (and wrong) afterwards. Running out of memory is ``oom`` and skips the variant at larger shapes;
-   allocator retries (a cudaMalloc that failed, emptied the cache, and succeeded) are counted.
+   allocator retries (a cudaMalloc that failed, emptied the cache, and succeeded) are counted. Each median gets
+   its 95% interval over the timed calls, and ``vs_ref`` the interval of the ratio (:mod:`labmagic.noise`): a
+   ratio whose interval holds 1.00 is a tie in this run, whatever its second decimal says.
 3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
    measured ceilings (``ceiling_pct``); a time below the physical floor is flagged, not celebrated.
 
@@ -27,6 +29,7 @@ import math
 from collections.abc import Sequence
 
 from ..errors import LabError, NoGPUError
+from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
 from . import checks, roofline
@@ -127,9 +130,6 @@ def recheck(race: Race, output, inputs: tuple) -> checks.CheckResult:
 
 # -- measurement -------------------------------------------------------------------------------------
 
-
-# -- measurement -------------------------------------------------------------------------------------
-
 def _tensor_bytes(inputs) -> int:
     total = 0
     for x in inputs:
@@ -157,8 +157,9 @@ def _device_of(inputs) -> str:
     return "cpu"
 
 
-def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: int, row: Row) -> None:
-    """Time one variant at one shape into ``row`` (status stays ``ok`` unless the re-check fails)."""
+def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: int, row: Row) -> list[float]:
+    """Time one variant at one shape into ``row`` (status stays ``ok`` unless the re-check fails); return the
+    timed samples (empty when the re-check failed)."""
     fn = race.variants[name]
     on_gpu = _device_of(input_sets[0]) == "cuda"
     if on_gpu:
@@ -188,9 +189,12 @@ def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: i
         row.error = "; ".join(timing.notes)
     if not result:
         row.status, row.error = MISMATCH, f"re-check after timing: {result.reason}"
-        return
+        return []
     row.max_rel_err = max(row.max_rel_err or 0.0, result.max_rel_err)
     row.ms_median, row.ms_min, row.ms_max = timing.median_ms, timing.min_ms, timing.max_ms
+    row.ms_ci_low, row.ms_ci_high = timing.median_interval_ms or (None, None)
+    row.samples = len(timing.times_ms)
+    return timing.times_ms
 
 
 def judge(row: Row, flops, nbytes, spec_roof, meas_roof) -> None:
@@ -338,13 +342,14 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
         elif status == OK and not measured:
             row.status = NEEDS_GPU if backend == "cuda" and not check else PREDICTED
         shape_rows[name] = row
-    if measured:
-        _run_shape(race, shape, names, shape_rows, timer, oom_at, notes)
+    samples = _run_shape(race, shape, names, shape_rows, timer, oom_at, notes) if measured else {}
     ref_row = shape_rows[race.ref]
-    for row in shape_rows.values():
+    for name, row in shape_rows.items():
         judge(row, flops, nbytes, s_roof, m_roof)
         if row.ms_median and ref_row.ms_median:
             row.vs_ref = ref_row.ms_median / row.ms_median
+            if name != race.ref and samples.get(name) and samples.get(race.ref):
+                row.vs_ref_low, row.vs_ref_high = ratio_interval(samples[race.ref], samples[name]) or (None, None)
     return list(shape_rows.values())
 
 
@@ -363,11 +368,14 @@ def _stamp(result: BenchResult, race: Race, names: list[str], plot: bool) -> Non
         result.png = plots.png_bytes(result)
 
 
-def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_at, notes) -> None:
-    """Make this shape's input sets and time every variant still in the race on them."""
+def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_at,
+               notes) -> dict[str, list[float]]:
+    """Make this shape's input sets and time every variant still in the race on them; return each timed
+    variant's samples (for the intervals of ``vs_ref``)."""
     todo = [n for n in names if shape_rows[n].status == OK]
+    samples: dict[str, list[float]] = {}
     if not todo:
-        return
+        return samples
     try:
         first = race.make_inputs(*shape)
         set_bytes = _tensor_bytes(first)
@@ -388,11 +396,11 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
             if status == OOM:
                 oom_at[n] = shape_str(shape)
         _release()
-        return
+        return samples
     for name in todo:
         row = shape_rows[name]
         try:
-            _measure(race, name, input_sets, timer, set_bytes, row)
+            samples[name] = _measure(race, name, input_sets, timer, set_bytes, row)
         except NoGPUError as exc:
             row.status, row.error = NEEDS_GPU, str(exc)
         except Exception as exc:  # noqa: BLE001 - one variant's failure is a row, not the end of the sweep
@@ -404,6 +412,7 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
             _release()
     del input_sets
     _release()
+    return samples
 
 
 def _release() -> None:

@@ -5,6 +5,7 @@
     labmagic results --readme        # rewrite README.md's headline table from results/*/bench/*.csv
     labmagic results --check-readme  # exit 1 when README.md's headline table is not what the data gives
     labmagic results --plots         # redraw every results/<gpu>/bench/<chapter>*.png from its CSV
+    labmagic results --upgrade       # rewrite CSVs an earlier labmagic wrote with today's columns
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..display import results_page as pages
 from ..errors import LabError
 from ..paths import repo_root
+from ..store.bench_csv import upgrade
 from ..store.catalog import csv_paths, distinct, load
 from ..store.staleness import with_staleness
 
@@ -26,6 +28,8 @@ def add_arguments(parser) -> None:
                        help="exit 1 when README.md's headline table differs from what results/ gives")
     group.add_argument("--plots", action="store_true",
                        help="redraw each chapter's plots (results/<gpu>/bench/<chapter>*.png) from its CSV")
+    group.add_argument("--upgrade", action="store_true",
+                       help="rewrite bench CSVs written by an earlier labmagic with today's columns (new ones empty)")
     parser.add_argument("--root", type=Path, default=None, help="the checkout (default: this one)")
 
 
@@ -56,6 +60,11 @@ def redraw_plots(root: Path) -> list[Path]:
 
 def run(args) -> int:
     root = Path(args.root or repo_root()).resolve()
+    if args.upgrade:
+        for path in csv_paths(root):
+            if upgrade(path):
+                print(f"{path.relative_to(root).as_posix()}: upgraded")
+        return 0
     if args.plots:
         for png in redraw_plots(root):
             print(png.relative_to(root).as_posix())

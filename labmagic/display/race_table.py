@@ -19,15 +19,21 @@ from __future__ import annotations
 import base64
 import html
 
-MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "min-max ms", "TFLOP/s", "GB/s", "% SOL",
-                    "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
+from ..noise import includes_one
+
+MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "95% CI ms", "min-max ms", "TFLOP/s", "GB/s",
+                    "% SOL", "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
 #: Left out of the HTML table by default (each still in the folded "all columns" table): the floor is in the line
-#: above the table, % SOL repeats % ceiling against the spec sheet, and the spread is the widest cell.
-HTML_FOLDED_COLUMNS = ("min-max ms", "% SOL", "floor ms")
+#: above the table, % SOL repeats % ceiling against the spec sheet, and the interval and spread are the widest cells
+#: (the interval's verdict is in ``vs ref``'s mark).
+HTML_FOLDED_COLUMNS = ("95% CI ms", "min-max ms", "% SOL", "floor ms")
+#: Marks a ``vs ref`` whose 95% interval holds 1.00: this run cannot tell the variant from the reference.
+SAME_AS_REF = "≈"
 #: What the marks in a measured table mean: (mark, meaning), one line or list item each.
 MARKS = [("*", "allocator retries during the calls"),
          ("!", "faster than the physical floor (suspicious)"),
-         ("vs ref", "reference time / variant time")]
+         ("vs ref", "reference time / variant time"),
+         (SAME_AS_REF, "vs ref's 95% interval holds 1.00: no difference from the reference in this run")]
 #: The prediction's leading columns; one column per shape follows, each cell the floor in ms or the status.
 PREDICTED_COLUMNS = ["variant", "backend", "status"]
 
@@ -69,26 +75,32 @@ def _cells(result, row) -> dict[str, str]:
         median += "*" if row.alloc_retries else ""
         median += "!" if row.below_floor else ""
     spread = f"{_num(row.ms_min, 4)}-{_num(row.ms_max, 4)}" if row.ms_min is not None else "-"
+    interval = (f"{_num(row.ms_ci_low, 4)}-{_num(row.ms_ci_high, 4)}" if row.ms_ci_low is not None else "-")
     vs_ref = f"{row.vs_ref:.2f}x" if row.vs_ref else "-"
+    if row.vs_ref and includes_one(row.vs_ref_low, row.vs_ref_high):
+        vs_ref += f" {SAME_AS_REF}"
     note = _note(row)
     if row.alloc_retries:
         note = (note + "; " if note else "") + f"{row.alloc_retries} allocator retries"
     if row.below_floor:
         note = (note + "; " if note else "") + "faster than the floor: check the kernel and nbytes/flops"
     return dict(zip(MEASURED_COLUMNS, [
-        row.variant, row.backend, _status(row), median, spread, _num(row.tflops), _num(row.gbps),
+        row.variant, row.backend, _status(row), median, interval, spread, _num(row.tflops), _num(row.gbps),
         _num(row.sol_pct), _num(row.ceiling_pct), vs_ref, _num(row.predicted_ms, 4),
         _bytes(row.peak_mem_bytes), row.sdpa_backend, note]))
 
 
 def measured_columns(result) -> list[str]:
-    """:data:`MEASURED_COLUMNS` less ``sdpa`` where no row called SDPA and ``peak mem`` where no row has one."""
+    """:data:`MEASURED_COLUMNS` less ``sdpa`` where no row called SDPA, and ``peak mem`` and ``95% CI ms`` where no
+    row has one."""
     rows = result.rows
     empty = set()
     if all(r.sdpa_backend in ("-", "", None) for r in rows):
         empty.add("sdpa")
     if all(r.peak_mem_bytes is None for r in rows):
         empty.add("peak mem")
+    if all(r.ms_ci_low is None for r in rows):
+        empty.add("95% CI ms")
     return [c for c in MEASURED_COLUMNS if c not in empty]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import LabError
 from ..paths import atomic_write, check_chapter_name, results_dir
-from .schema import COLUMNS, KEY, format_cell
+from .schema import COLUMNS, EARLIER_COLUMNS, KEY, format_cell
 
 
 def bench_csv_path(chapter: str, slug: str | None = None) -> Path:
@@ -67,3 +67,25 @@ def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) 
         writer.writerows(kept + new)
         atomic_write(path, text.getvalue())
     return path
+
+
+def upgrade(path: Path) -> bool:
+    """Rewrite a CSV that an earlier labmagic wrote (a header in :data:`~labmagic.store.schema.EARLIER_COLUMNS`)
+    with today's columns, the new ones empty; False when it already has them. Anything else is refused: a CSV
+    of unknown shape is not guessed at."""
+    path = Path(path)
+    with locked(path):
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, strict=True)
+            header = next(reader, None)
+            if header == COLUMNS:
+                return False
+            if header not in EARLIER_COLUMNS:
+                raise LabError(f"{path}: its header is neither labmagic.store.schema.COLUMNS nor an earlier one")
+            rows = [dict(zip(header, record)) for record in reader if record]
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write(path, text.getvalue())
+    return True

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import LabError
 from ..paths import CHAPTER_NAME
-from .schema import COLUMNS, NUMERIC, OK
+from .schema import COLUMNS, EARLIER_COLUMNS, NUMERIC, OK
 
 #: A GPU's folder under ``results/`` (what :func:`labmagic.runtime.device_slug` makes): the page uses it in anchors,
 #: CSS classes and paths, so nothing else is accepted.
@@ -54,6 +54,9 @@ def _check_header(header: list[str] | None, name: str) -> None:
         return
     if not header:
         raise LabError(f"{name}: empty: a bench CSV starts with the header labmagic.store.schema.COLUMNS")
+    if header in EARLIER_COLUMNS:
+        raise LabError(f"{name}: written by an earlier labmagic (its header lacks "
+                       f"{', '.join(c for c in COLUMNS if c not in header)}): run `labmagic results --upgrade`")
     missing = [c for c in COLUMNS if c not in header]
     unexpected = [c for c in header if c not in COLUMNS]
     what = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",

@@ -35,11 +35,16 @@ class Row:
     ms_median: float | None = None
     ms_min: float | None = None
     ms_max: float | None = None
+    ms_ci_low: float | None = None  # the median's 95% interval (labmagic.noise), over the `samples` timed calls
+    ms_ci_high: float | None = None
+    samples: int | None = None
     tflops: float | None = None
     gbps: float | None = None
     sol_pct: float | None = None
     ceiling_pct: float | None = None
     vs_ref: float | None = None
+    vs_ref_low: float | None = None  # vs_ref's interval: 1.00 inside it means "no difference in this run"
+    vs_ref_high: float | None = None
     predicted_ms: float | None = None
     below_floor: bool = False
     peak_mem_bytes: int | None = None
@@ -59,6 +64,12 @@ PROVENANCE_FIELDS = ["gpu", "driver", "cuda", "torch", "triton", "jax", "git_com
 
 #: Every bench CSV has exactly these columns, in this order.
 COLUMNS = [f.name for f in fields(Row)] + PROVENANCE_FIELDS
+
+#: Headers that earlier versions wrote, oldest first; ``labmagic results --upgrade`` rewrites such a CSV with
+#: :data:`COLUMNS` (the columns it lacks left empty: nothing is invented for rows measured without them).
+EARLIER_COLUMNS = [
+    [c for c in COLUMNS if c not in ("ms_ci_low", "ms_ci_high", "samples", "vs_ref_low", "vs_ref_high")],
+]
 
 #: A row is identified by these; a new row replaces an old one with the same key.
 KEY = ("chapter", "variant", "shape", "dtype")

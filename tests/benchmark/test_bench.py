@@ -453,14 +453,31 @@ def test_marks_are_listed_one_per_line():
     legend = re.findall(r'<ul class="labmagic-legend"[^>]*>(.*?)</ul>', html, re.S)
     assert len(legend) == 1
     items = re.findall(r"<li>(.*?)</li>", legend[0])
-    assert [re.sub(r"<[^>]+>", "", i).split(" ", 1)[0] for i in items] == ["*", "!", "vs"]
+    assert [re.sub(r"<[^>]+>", "", i).split(" ", 1)[0] for i in items] == ["*", "!", "vs", "≈"]
     assert "allocator retries" in items[0] and "physical floor" in items[1] and "reference time" in items[2]
     assert all(i.count("allocator") + i.count("floor") + i.count("reference") == 1 for i in items)
     lines = repr(result).splitlines()
     at = lines.index("marks:")
     marks = [line.split() for line in lines[at + 1:]]
-    assert [m[0] for m in marks] == ["*", "!", "vs"] and len(marks) == 3
+    assert [m[0] for m in marks] == ["*", "!", "vs", "≈"] and len(marks) == 4
     assert "allocator retries" in lines[at + 1] and "physical floor" in lines[at + 2] and "reference" in lines[at + 3]
     # A prediction has no marks to explain.
     prediction = bench(race_with(), target="a100")
     assert "labmagic-legend" not in prediction._repr_html_() and "marks:" not in repr(prediction)
+
+
+def test_rows_carry_the_medians_interval_and_vs_ref_marks_a_tie():
+    result = bench(race_with(torch_copy=lambda a, b: (a + b).clone()), timer=WallTimer(reps=30), plot=False)
+    ref, row = result.row("torch", 2**12), result.row("torch_copy", 2**12)
+    for r in (ref, row):
+        assert r.samples == 30 and r.ms_ci_low <= r.ms_median <= r.ms_ci_high
+    assert ref.vs_ref_low is None  # the reference against itself is 1.00 by definition, not a measurement
+    assert row.vs_ref_low <= row.vs_ref <= row.vs_ref_high
+    # The table marks a ratio whose interval holds 1.00, and only such a ratio.
+    row.vs_ref, row.vs_ref_low, row.vs_ref_high = 1.01, 0.97, 1.04
+    tie = repr(result)
+    row.vs_ref, row.vs_ref_low, row.vs_ref_high = 1.20, 1.15, 1.26
+    apart = repr(result)
+    assert any(x.startswith("torch_copy") and "1.01x ≈" in x for x in tie.splitlines())
+    assert not any(x.startswith("torch_copy") and "≈" in x for x in apart.splitlines())
+    assert "95% CI ms" in tie.splitlines()[3]

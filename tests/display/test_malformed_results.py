@@ -64,8 +64,9 @@ def test_a_malformed_line_is_refused_naming_file_and_line(tmp_path, case):
 
 def test_a_bad_line_after_a_multi_line_field_is_counted_by_lines(tmp_path):
     """A quoted error message may span lines (the writer quotes it): line numbers are the file's, not rows'."""
-    multi = _line("01_vector_add", "cuda_naive", "cuda", "4096", "float32", "error").replace(
-        ",,,,,,,,,,,,,,,,,,", ',,,,,,,,,,,,,,,,,,"two\nlines"', 1)
+    cells = _line("01_vector_add", "cuda_naive", "cuda", "4096", "float32", "error").split(",")
+    cells[COLUMNS.index("error")] = '"two\nlines"'
+    multi = ",".join(cells)
     root = _results(tmp_path, multi, "01_vector_add,short")
     assert len(catalog.load(_results(tmp_path / "good", multi))) == 3
     with pytest.raises(LabError, match=f"{CSV}, line 6: 2 fields"):
@@ -131,3 +132,26 @@ def test_a_broken_sweep_record_is_refused_naming_it(tmp_path, record):
         results_page.render(root)
     path.write_text(json.dumps({"status": "passed", "input_hash": "old", "started": "2026-11-01T00:00:00"}))
     assert "chapter changed since the sweep of 2026-11-01" in results_page.render(root)
+
+
+def test_a_csv_from_before_the_interval_columns_is_refused_until_upgraded(tmp_path, capsys):
+    from labmagic.store.schema import EARLIER_COLUMNS
+
+    old = EARLIER_COLUMNS[-1]
+    path = tmp_path / CSV
+    path.parent.mkdir(parents=True)
+    row = dict.fromkeys(old, "") | dict(chapter="01_vector_add", variant="torch", backend="torch", shape="4096",
+                                        dtype="float32", status="ok", ms_median="0.5", ms_min="0.4", ms_max="0.9")
+    path.write_text(",".join(old) + "\n" + ",".join(row[c] for c in old) + "\n")
+    with pytest.raises(LabError, match=r"earlier labmagic .*ms_ci_low.*labmagic results --upgrade"):
+        catalog.load(tmp_path)
+    assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) == 0
+    assert "01_vector_add.csv: upgraded" in capsys.readouterr().out
+    df = catalog.load(tmp_path)
+    assert df["ms_median"].tolist() == [0.5] and df["ms_max"].tolist() == [0.9]
+    assert df["ms_ci_low"].isna().all() and df["samples"].isna().all()  # nothing invented for the old rows
+    assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) == 0  # a current CSV is left alone
+    assert "upgraded" not in capsys.readouterr().out
+    path.write_text("chapter,variant,ms\n01_vector_add,torch,1\n")
+    assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) != 0
+    assert "neither labmagic.store.schema.COLUMNS nor an earlier one" in capsys.readouterr().err
