@@ -6,6 +6,7 @@
     labmagic results --check-readme  # exit 1 when README.md's headline table is not what the data gives
     labmagic results --plots         # redraw every results/<gpu>/bench/<chapter>*.png from its CSV
     labmagic results --upgrade       # rewrite CSVs an earlier labmagic wrote with today's columns
+    labmagic results --compare REV   # rows slower or faster beyond their noise than at git revision REV
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..errors import LabError
 from ..paths import repo_root
 from ..store.bench_csv import upgrade
 from ..store.catalog import csv_paths, distinct, load
+from ..store.compare import THRESHOLD, compare, plain, rows_at
 from ..store.staleness import with_staleness
 
 
@@ -30,6 +32,11 @@ def add_arguments(parser) -> None:
                        help="redraw each chapter's plots (results/<gpu>/bench/<chapter>*.png) from its CSV")
     group.add_argument("--upgrade", action="store_true",
                        help="rewrite bench CSVs written by an earlier labmagic with today's columns (new ones empty)")
+    group.add_argument("--compare", metavar="REV",
+                       help="list rows that got slower or faster beyond their noise than the rows committed at git "
+                            "revision REV (HEAD, main, a commit), per GPU")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD, metavar="FRACTION",
+                        help=f"with --compare: the smallest relative change that counts (default {THRESHOLD})")
     parser.add_argument("--root", type=Path, default=None, help="the checkout (default: this one)")
 
 
@@ -60,6 +67,10 @@ def redraw_plots(root: Path) -> list[Path]:
 
 def run(args) -> int:
     root = Path(args.root or repo_root()).resolve()
+    if args.compare:
+        result = compare(rows_at(root, args.compare), load(root), f"the rows at {args.compare}", args.threshold)
+        print(result.text())
+        return 0
     if args.upgrade:
         for path in csv_paths(root):
             if upgrade(path):
@@ -90,8 +101,8 @@ def run(args) -> int:
     if args.stale:
         stale = df[df["stale"] != ""]
         for _, row in stale.iterrows():
-            print(f"{row['gpu_slug']}  {row['chapter']}  {row.get('variant', '?')}  {row.get('shape', '?')}  "
-                  f"{row.get('dtype', '')}: {row['stale']}")
+            print("  ".join(plain(row.get(c, "?")) for c in ("gpu_slug", "chapter", "variant", "shape", "dtype"))
+                  + f": {plain(row['stale'])}")
         print(f"{len(stale)} stale row(s) of {len(df)}")
         return 1 if len(stale) else 0
     for (slug, chapter), rows in sorted(df.groupby(["gpu_slug", "chapter"])):

@@ -31,7 +31,8 @@ from contextlib import contextmanager
 from ..errors import LabError
 from ..execute.parallel import parse_gpus, slug_for, summary, sweep
 from ..magics.bench_magic import SANITIZE_ENV
-from ..paths import CHAPTER_GLOB, book_dir, select_chapters
+from ..paths import CHAPTER_GLOB, book_dir, repo_root, select_chapters
+from ..store.compare import since_snapshot, snapshot
 from ..store.manifest import stale_chapters, up_to_date
 
 #: The GPU whose outputs the book shows (``--reference`` refuses other devices). ``LABMAGIC_BOOK_GPU`` overrides.
@@ -98,8 +99,10 @@ def run(args) -> int:
         return 0
     if args.sanitize:
         os.environ[SANITIZE_ENV] = "1"  # the chapters' kernels inherit it; Bench.sanitize reads it
+    slugs = sorted({slug_for(g) for g in gpus} - {"cpu"})  # without a GPU nothing is saved, nothing to compare
+    before = snapshot(repo_root(), slugs) if slugs else None
     return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
-                                 timeout=args.timeout, reference=args.reference))
+                                 timeout=args.timeout, reference=args.reference), before)
 
 
 def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:
@@ -121,8 +124,9 @@ def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:
         reference=book_gpu if args.reference else None, allow_dirty=args.allow_dirty))
 
 
-def _finish(run_sweep) -> int:
-    """Run a sweep; print its summary (or, interrupted, one line) and return the exit status."""
+def _finish(run_sweep, before: dict | None = None) -> int:
+    """Run a sweep; print its summary (or, interrupted, one line) and return the exit status. ``before``: the
+    bench CSVs' text before the sweep, to end with the line that compares the re-measured rows with them."""
     started = time.monotonic()
     try:
         with _stop_signals_interrupt():
@@ -132,6 +136,8 @@ def _finish(run_sweep) -> int:
         return INTERRUPTED
     stale = sorted({c for slug in {o.slug for o in outcomes} for c in stale_chapters(slug)})
     print(summary(outcomes, stale, time.monotonic() - started))
+    if before is not None:
+        print(since_snapshot(repo_root(), before, {(o.slug, o.chapter) for o in outcomes if o.status == "passed"}))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 

@@ -102,11 +102,17 @@ def _with_numbers(frame: pd.DataFrame, lines: list[int], name: str) -> pd.DataFr
 def read_bench_csv(path: Path, root: Path) -> pd.DataFrame:
     """One bench CSV with ``gpu_slug``, ``chapter`` and ``csv`` (its path under ``root``); LabError for anything
     that is not the schema's CSV, naming the file and the line."""
-    slug, chapter = check_names(path)
     check_inside_results(path, root)
-    name = path.relative_to(root).as_posix()
     with open(path, newline="", encoding="utf-8") as handle:
-        records, lines = _records(handle, name)
+        return parse_bench_csv(handle, path.relative_to(root))
+
+
+def parse_bench_csv(handle, name: Path) -> pd.DataFrame:
+    """The rows of an open bench CSV (a file, or text from another revision) whose path under the checkout is
+    ``name``; the same checks as :func:`read_bench_csv`, with the GPU and chapter taken from ``name``."""
+    slug, chapter = check_names(Path(name))
+    name = Path(name).as_posix()
+    records, lines = _records(handle, name)
     frame = pd.DataFrame(records, columns=COLUMNS, dtype=str)  # text first: versions like 0.10 stay text
     frame = _with_numbers(frame, lines, name)
     return frame.assign(gpu_slug=slug, chapter=chapter, csv=name)
