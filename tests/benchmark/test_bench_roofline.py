@@ -176,3 +176,17 @@ def test_sol_keyed_by_a_piece_of_the_gpu_name():
     copy = dict(flops=None, nbytes=2 * 4 * 2**28)
     assert roofline.spec_roof(spec["nvidia-h200"], "fp32", {"h200": 4000.0}, **copy).bandwidth_gbps == 4000.0
     assert roofline.spec_roof(None, "fp32", {"h200": 4000.0}, **copy) is None
+
+
+@pytest.mark.parametrize("dtype", ["int8", "fp8"])
+def test_calibrate_feeds_integer_and_fp8_gemms_k_major_operands(dtype):
+    """cuBLASLt's int8 and fp8 tensor-core kernels take A row-major and B column-major (both K-major); a row-major
+    B sent torch._int_mm to a slow kernel and the int8 ceiling read 128.7 TOP/s on an H200."""
+    torch = pytest.importorskip("torch")
+    from labmagic.benchmark.ceilings import matmul_call
+
+    if dtype == "fp8" and not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    _, (a, b) = matmul_call(dtype, 64, dev="cpu")
+    assert a.stride() == (64, 1), "A must be row-major (K contiguous)"
+    assert b.stride() == (1, 64), "B must be column-major (K contiguous)"
