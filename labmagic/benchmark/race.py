@@ -96,6 +96,7 @@ class BenchResult:
     csv_path: Any = None
     png_path: Any = None
     png: bytes | None = None
+    nsight_check: Any = None  # %bench --nsight: the rows re-timed by Nsight Compute (benchmark.nsight_check)
 
     @property
     def shapes(self) -> list[str]:

@@ -13,6 +13,8 @@ Modes:
   including the chapter's own replayed cells (tag costly ones ``no-replay``).
 - ``run``: like ``ncu`` without a tool: checks the mechanism works (also on a CPU machine).
 - ``list``: print the race's variants, shapes and check shapes; call nothing.
+- ``nsight-time``: every (variant, shape) of ``--jobs FILE``, each call between marker kernels, for the parent's
+  cross-check of ``%bench`` against Nsight Compute (:mod:`labmagic.child.nsight_time`).
 
 The last stdout line starting with ``LABMAGIC-CHILD `` is a JSON record for the parent: the race's
 predicted bytes and FLOPs at the shape, or the error that stopped the child.
@@ -133,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", nargs="+", default=None, help="sizes: 4096, 4096x4096, 2**20 (default: largest)")
     parser.add_argument("--check-shape", action="store_true",
                         help="without --shape: use the race's largest check shape instead of its largest shape")
-    parser.add_argument("--mode", choices=("ncu", "sanitize", "run", "list"), default="run")
+    parser.add_argument("--mode", choices=("ncu", "sanitize", "run", "list", "nsight-time"), default="run")
     parser.add_argument("--iters", type=int, default=1, help="calls inside the profiled range (ncu, run)")
     parser.add_argument("--warmup", type=int, default=2, help="calls before the profiled range (ncu, run)")
+    parser.add_argument("--jobs", help="JSON file of [{variant, shape}, ...] to time (--mode nsight-time)")
     parser.add_argument("--race", help="name of the race in the chapter (default: the one %%bench names)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", type=param_arg,
                         help="override a papermill parameter of the chapter (VALUE is a Python literal or a string)")
@@ -158,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,
                      "shapes": [shape_str(s) for s in race.shapes],
                      "check_shapes": [shape_str(s) for s in race.check_shapes]})
+            return 0
+        if args.mode == "nsight-time":
+            from .nsight_time import read_jobs, time_jobs
+
+            _report({**time_jobs(race, read_jobs(args.jobs), args.iters, args.warmup), "ok": True})
             return 0
         if not args.variant:
             raise SystemExit("--variant is required")

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 from ..errors import LabError
 from ..execute.parallel import parse_gpus, slug_for, summary, sweep
-from ..magics.bench_magic import SANITIZE_ENV
+from ..magics.bench_magic import SANITIZE_ENV, TIMER_ENV
 from ..paths import CHAPTER_GLOB, book_dir, repo_root, select_chapters
 from ..store.compare import since_snapshot, snapshot
 from ..store.manifest import stale_chapters, up_to_date
@@ -57,6 +57,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sanitize", action="store_true",
                         help="every %%bench runs its CUDA variants' check under compute-sanitizer memcheck before "
                              f"timing (sets {SANITIZE_ENV}=1 for the chapters; add --force for up-to-date ones)")
+    parser.add_argument("--timer", choices=("events", "nsight"), default="events",
+                        help="nsight: every %%bench also re-times its ok rows under Nsight Compute and saves the "
+                             f"cross-check (sets {TIMER_ENV}=nsight for the chapters; add --force for up-to-date ones)")
     cluster = parser.add_argument_group("on a Dask cluster (pip install 'labmagic[cluster]')")
     cluster.add_argument("--scheduler", metavar="local|local-cuda|ADDRESS",
                          help="run the chapters on a Dask cluster, once per GPU kind: 'local' (CPU workers here), "
@@ -78,6 +81,8 @@ def run(args) -> int:
     if args.scheduler:
         if args.sanitize:
             raise LabError("--sanitize runs on this machine's GPUs: drop --scheduler")
+        if args.timer == "nsight":
+            raise LabError("--timer nsight runs on this machine's GPUs: drop --scheduler")
         return _run_on_cluster(args, chapters, size, book_gpu)
     for option, given in (("--kinds", args.kinds), ("--workers", args.workers is not None),
                           ("--allow-dirty", args.allow_dirty)):
@@ -99,6 +104,8 @@ def run(args) -> int:
         return 0
     if args.sanitize:
         os.environ[SANITIZE_ENV] = "1"  # the chapters' kernels inherit it; Bench.sanitize reads it
+    if args.timer == "nsight":
+        os.environ[TIMER_ENV] = "nsight"  # likewise, read by %bench (Bench.nsight)
     slugs = sorted({slug_for(g) for g in gpus} - {"cpu"})  # without a GPU nothing is saved, nothing to compare
     before = snapshot(repo_root(), slugs) if slugs else None
     return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,

@@ -213,6 +213,8 @@ def render_text(result) -> str:
         out += [""] + list(result.notes)
     width = max(len(mark) for mark, _ in MARKS)
     out += ["", "marks:"] + [f"  {mark.ljust(width)}  {meaning}" for mark, meaning in MARKS]
+    if getattr(result, "nsight_check", None) is not None:
+        out += ["", repr(result.nsight_check)]
     return "\n".join(out)
 
 
@@ -265,5 +267,7 @@ def render_html(result) -> str:
     if result.png:
         data = base64.b64encode(result.png).decode()
         parts.append(f'<img alt="{html.escape(result.chapter)} plots" src="data:image/png;base64,{data}"/>')
+    if getattr(result, "nsight_check", None) is not None:
+        parts.append(result.nsight_check._repr_html_())
     parts.append("</div>")
     return "\n".join(parts)

@@ -25,6 +25,9 @@ _AXB = re.compile(r"^\d+(x\d+)+$")
 #: Set by ``labmagic sweep --sanitize`` for the chapters it executes: every ``%bench`` then sanitizes.
 SANITIZE_ENV = "LABMAGIC_BENCH_SANITIZE"
 
+#: Set to ``nsight`` by ``labmagic sweep --timer nsight``: every ``%bench`` then cross-checks its table with Nsight.
+TIMER_ENV = "LABMAGIC_BENCH_TIMER"
+
 
 class Bench(Configurable):
     """Defaults of ``%bench`` (``%config Bench.<name> = value``)."""
@@ -39,6 +42,9 @@ class Bench(Configurable):
     sanitize = Bool(False, help="Run each CUDA variant under compute-sanitizer memcheck after its check, before "
                                 f"timing (slow). Also on while {SANITIZE_ENV}=1 (labmagic sweep --sanitize).").tag(
         config=True)
+    nsight = Bool(False, help="After timing, re-time every ok row under Nsight Compute in one child and show the "
+                              "cross-check table (events vs gpu__time_duration.sum). Also on while "
+                              f"{TIMER_ENV}=nsight (labmagic sweep --timer nsight).").tag(config=True)
 
 
 #: What ``--shapes`` accepts, for its error messages.
@@ -100,6 +106,9 @@ class BenchMagics(Magics):
     @argument("--sanitize", action="store_true",
               help="after the check, run each CUDA variant under compute-sanitizer memcheck in a child (the chapter "
                    "replayed from disk); a variant with findings is an error row naming kernel and cell line")
+    @argument("--nsight", action="store_true",
+              help="after timing, re-time every ok row under Nsight Compute (one child, the chapter replayed from "
+                   "disk) and add a table: event median, Nsight median, ratio, verdict (agrees within 5%% from 50 us)")
     @argument("--target", help="GPU spec to judge or predict against (h200, h100, a100, l4, rtx 4090, ...)")
     @line_magic
     def bench(self, line: str):
@@ -120,15 +129,25 @@ class BenchMagics(Magics):
             return verify(race, variants=variants, shapes=shapes)
         s = self.settings
         sanitize = args.sanitize or s.sanitize or sanitize_from_env()
-        return bench(race, shapes=shapes, variants=variants, check=not args.no_check,
-                     save=None if (s.save and not args.no_save) else False,
-                     target=args.target or s.target or None, plot=s.plot and not args.no_plot,
-                     rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize)
+        result = bench(race, shapes=shapes, variants=variants, check=not args.no_check,
+                       save=None if (s.save and not args.no_save) else False,
+                       target=args.target or s.target or None, plot=s.plot and not args.no_plot,
+                       rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize)
+        if args.nsight or s.nsight or nsight_from_env():
+            from ..benchmark.nsight_check import nsight_checked  # the child's tooling, only when asked
+
+            nsight_checked(race, result)
+        return result
 
 
 def sanitize_from_env() -> bool:
     """Whether the sweep that runs this notebook asked for ``--sanitize`` (read at each ``%bench``)."""
     return os.environ.get(SANITIZE_ENV, "") not in ("", "0")
+
+
+def nsight_from_env() -> bool:
+    """Whether the sweep that runs this notebook asked for ``--timer nsight`` (read at each ``%bench``)."""
+    return os.environ.get(TIMER_ENV, "").strip().lower() == "nsight"
 
 
 def register(ipython) -> None:
