@@ -273,7 +273,7 @@ def headline_rows(df: pd.DataFrame) -> list[list]:
         best = grp[grp["shape"].astype(str) == shape].sort_values("ms_median").iloc[0]
         rows.append([chapter, slug, dtype, shape, best.get("variant"), _num(best.get("ms_median"), 4),
                      _num(best.get("gbps"), 4), _num(best.get("tflops"), 3), _num(best.get("sol_pct"), 3, "%"),
-                     _num(best.get("vs_ref"), 3, "x"), "stale" if best.get("stale") else ""])
+                     _vs_ref(best), "stale" if best.get("stale") else ""])
     return rows
 
 
