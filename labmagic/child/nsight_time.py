@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import LabError
 from ..store.schema import shape_dims, shape_str
 from ..timing import block_until_ready
+from .replay import variant_and_inputs
 
 #: Name (a substring of ncu's "Kernel Name") of the kernel that ``torch.cuda._sleep`` launches: the call separator.
 MARKER_KERNEL = "spin_kernel"
@@ -85,12 +86,7 @@ def _mark(torch) -> int:
 def time_job(race, variant: str, shape: tuple[int, ...], iters: int, warmup: int, entry: dict) -> None:
     """One job: warm-up outside the profiled range, then ``iters`` marked calls; counts go into ``entry`` as they
     happen, so a job that fails half-way still tells the parent how many markers it launched."""
-    if variant not in race.variants:
-        raise KeyError(f"race {race.chapter!r} has no variant {variant!r}")
-    fn = race.variants[variant]
-    inputs = race.make_inputs(*shape)
-    if not isinstance(inputs, tuple):
-        inputs = (inputs,)
+    fn, inputs = variant_and_inputs(race, variant, shape)
     torch = _cuda()
     for _ in range(warmup):
         _synchronize(fn(*inputs), torch)

@@ -167,3 +167,11 @@ def races_in(namespace: dict) -> list[tuple[str, object]]:
         if not name.startswith("_") and id(value) not in seen and _is_race(value):
             seen[id(value)] = (name, value)
     return list(seen.values())
+
+
+def variant_and_inputs(race, variant: str, shape: tuple[int, ...]):
+    """(the variant's callable, a fresh tuple of its inputs at ``shape``); KeyError naming the race's variants."""
+    if variant not in race.variants:
+        raise KeyError(f"race {race.chapter!r} has no variant {variant!r} (variants: {', '.join(race.variants)})")
+    inputs = race.make_inputs(*shape)
+    return race.variants[variant], inputs if isinstance(inputs, tuple) else (inputs,)

@@ -31,6 +31,7 @@ import traceback
 
 from ..store.schema import shape_str
 from .protocol import MARKER, param_arg, parse_params
+from .replay import variant_and_inputs
 
 
 def parse_shape(tokens: list[str]) -> tuple[int, ...]:
@@ -91,12 +92,7 @@ def _unpool_cupy() -> None:
 
 
 def call_variant(race, variant: str, shape: tuple[int, ...], mode: str, iters: int, warmup: int) -> dict:
-    if variant not in race.variants:
-        raise KeyError(f"race {race.chapter!r} has no variant {variant!r} (variants: {', '.join(race.variants)})")
-    fn = race.variants[variant]
-    inputs = race.make_inputs(*shape)
-    if not isinstance(inputs, tuple):
-        inputs = (inputs,)
+    fn, inputs = variant_and_inputs(race, variant, shape)
     record = {"chapter": race.chapter, "variant": variant, "shape": shape_str(shape), "mode": mode}
     flops = getattr(race, "flops", None)
     nbytes = getattr(race, "nbytes", None)
