@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
 from . import faults, nvrtc
+from .direct_launch import DirectLaunch
 from .fast_check import (
     BF16_MAX,
     BOOL,
@@ -174,6 +175,9 @@ class CudaKernel:
         self._fast_check = self._first_fast_check
         self._plans: list[ParamPlan] = []
         self._function = None  # CuPy's handle, loaded on the first launch
+        #: The direct launcher (labmagic.compiler.direct_launch), made on the first fast-checked launch; False where
+        #: the arguments cannot be laid out for it (CuPy launches those).
+        self._direct = None
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
 
     @property
@@ -363,7 +367,8 @@ class CudaKernel:
         if new_grid and (type(grid) is int or type(grid) is tuple):
             self._last_grid = (grid, grid3)
         values = self._fast_check(args)
-        if values is None:
+        fast = values is not None
+        if not fast:
             values = self._checked_values(args)
         if not has_gpu():
             raise self._no_gpu()
@@ -375,8 +380,14 @@ class CudaKernel:
             function.max_dynamic_shared_size_bytes = smem
         cupy = _cupy()
         try:
-            # stream= rather than `with stream:`: the same launch without entering and leaving CuPy's stream stack.
-            function(grid3, block3, values, shared_mem=smem, stream=_launch_stream(cupy))
+            direct = self._direct if fast else None
+            if direct is None and fast:
+                direct = self._direct = _direct_launch(function, values)
+            if direct:  # fast-checked arguments straight into cuLaunchKernel (labmagic.compiler.direct_launch)
+                direct(values, grid3, block3, smem, _stream_handle(cupy))
+            else:
+                # stream= rather than `with stream:`: the launch without entering and leaving CuPy's stream stack.
+                function(grid3, block3, values, shared_mem=smem, stream=_launch_stream(cupy))
         except cupy.cuda.driver.CUDADriverError as exc:
             if faults.is_sticky(exc):
                 raise faults.fault_error(exc) from None
@@ -422,6 +433,20 @@ def _cupy():
     except ImportError as exc:  # pragma: no cover - GPU machines install it with the gpu extra
         raise NoGPUError("launching needs CuPy: pip install 'labmagic[gpu-cu13]' (or gpu-cu12)") from exc
     return cupy
+
+
+def _direct_launch(function, values: tuple):
+    """The kernel's direct launcher, or False when an argument has no slot layout (then CuPy launches it)."""
+    try:
+        return DirectLaunch(function, values)
+    except TypeError:
+        return False
+
+
+def _stream_handle(cupy) -> int:
+    """The raw handle of torch's current stream (or CuPy's current one when torch is absent)."""
+    handle = _stream_handle_reader()
+    return cupy.cuda.get_current_stream().ptr if handle is None else handle()
 
 
 def _launch_stream(cupy):
