@@ -36,7 +36,8 @@ def slot_code(value) -> str | None:
 
 
 class DirectLaunch:
-    """Launches one kernel function (a CuPy ``Function``) with arguments laid out like ``example``."""
+    """Launches one kernel (a CuPy ``RawKernel``, or the ``Function`` it loaded) with arguments laid out like
+    ``example``."""
 
     def __init__(self, function, example: tuple, launch=None):
         """``launch``: what calls the driver, with ``cupy.cuda.driver.launchKernel``'s arguments (that by default)."""
@@ -53,7 +54,7 @@ class DirectLaunch:
         self.codes = tuple(codes)
         self._struct = struct.Struct(fmt)
         self._offsets = offsets
-        self._function = function.ptr
+        self._function = getattr(function, "kernel", function).ptr  # a RawKernel's loaded Function, or a Function
         self._local = threading.local()
         if launch is None:
             from cupy.cuda import driver
