@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 from sitebuild import ROOT, build_site, page_text, run_command, scratch_checkout
@@ -215,17 +216,24 @@ def test_a_commit_the_writer_could_not_read_is_said_so(tmp_path):
     assert "**commit** 0123456789-dirty; 2 of 3 rows: not recorded (the run had no git checkout) ·" in line
 
 
-def test_the_repository_results_page_says_chapter_01_recorded_no_commit():
-    """results/nvidia-h200/bench/01_vector_add.csv holds ``-`` in every git_commit: the page says so, and names the
-    commits the other chapters recorded."""
-    rows = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / "01_vector_add.csv", ROOT)
-    assert set(rows["git_commit"]) == {"-"}
+def test_the_results_page_names_each_chapters_commit_and_says_when_none_was_recorded(tmp_path):
+    """Each chapter's section names the commit its CSV recorded; a CSV holding ``-`` (a run without a git checkout,
+    as chapter 01's rows once were) says so instead of showing the dash."""
+    shutil.copytree(ROOT / "results" / "nvidia-h200" / "bench", tmp_path / "results" / "nvidia-h200" / "bench")
     page = results_pages.render(ROOT)
+    for chapter, following in (("01_vector_add", "02_sgemm"), ("02_sgemm", "03_online_softmax")):
+        commit = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / f"{chapter}.csv",
+                                        ROOT)["git_commit"].iloc[0]
+        section = page[page.index(f"\n## {chapter}\n"):page.index(f"\n## {following}\n")]
+        assert commit != "-" and f"**commit** {commit[:10]} ·" in section
+    csv_path = tmp_path / "results" / "nvidia-h200" / "bench" / "01_vector_add.csv"
+    frame = catalog.read_bench_csv(csv_path, tmp_path)
+    text = csv_path.read_text(encoding="utf-8").replace(f",{frame['git_commit'].iloc[0]},", ",-,")
+    csv_path.write_text(text, encoding="utf-8")
+    assert set(catalog.read_bench_csv(csv_path, tmp_path)["git_commit"]) == {"-"}
+    page = results_pages.render(tmp_path)
     section = page[page.index("\n## 01_vector_add\n"):page.index("\n## 02_sgemm\n")]
-    assert "**commit** not recorded (the run had no git checkout)" in section
-    sgemm = catalog.read_bench_csv(ROOT / "results" / "nvidia-h200" / "bench" / "02_sgemm.csv", ROOT)
-    commit = sgemm["git_commit"].iloc[0]
-    assert commit != "-" and f"**commit** {commit[:10]} ·" in page[page.index("\n## 02_sgemm\n"):]
+    assert "**commit** not recorded (the run had no git checkout)" in section and "**commit** -" not in section
 
 
 def test_plots_are_redrawn_from_the_csvs(results_repo):
