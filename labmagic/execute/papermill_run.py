@@ -235,11 +235,39 @@ def _execute(cmd: list[str], env: dict, notebook: Path, log_path: Path, children
 
 
 def write_reference(executed: Path, target: Path) -> None:
-    """Copy an executed notebook into ``book/`` without papermill's per-run timing metadata (smaller diffs)."""
+    """Copy an executed notebook into ``book/`` without papermill's per-run timing metadata (smaller diffs), with
+    the kernel metadata that JupyterLab writes (:func:`normalise_kernel_metadata`)."""
     nb = json.loads(executed.read_text(encoding="utf-8"))
     nb.get("metadata", {}).pop("papermill", None)
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
+    normalise_kernel_metadata(nb)
     atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def normalise_kernel_metadata(nb: dict) -> dict:
+    """``nb`` (changed in place, and returned) with the ``kernelspec`` metadata that JupyterLab writes when the
+    notebook's kernel connects: the installed kernel spec's display name and language.
+
+    JupyterLab marks a notebook modified when that write changes it. Papermill keeps whatever ``kernelspec`` the
+    chapter had ("Python 3"), while ipykernel's spec says "Python 3 (ipykernel)", so every chapter opened modified.
+    ``language_info`` needs nothing here: nbclient already wrote the executing kernel's, which is JupyterLab's too
+    where the reader runs the same Python (labmagic's JupyterLab extension forgives another Python's version).
+    """
+    spec = nb.get("metadata", {}).get("kernelspec")
+    if not spec or not spec.get("name"):
+        return nb
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    except ImportError:  # no Jupyter here: nothing says what JupyterLab would write
+        return nb
+    try:
+        installed = KernelSpecManager().get_kernel_spec(spec["name"])
+    except NoSuchKernel:
+        return nb
+    # nbformat's key order (sorted), so a re-written notebook differs from the last one only where it changed.
+    nb["metadata"]["kernelspec"] = {"display_name": installed.display_name, "language": installed.language,
+                                    "name": spec["name"]}
+    return nb

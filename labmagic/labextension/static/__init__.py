@@ -1,0 +1,1 @@
+"""Prebuilt JupyterLab extension assets (labextension/build.sh): data, no Python."""
