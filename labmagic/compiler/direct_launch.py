@@ -57,10 +57,15 @@ class DirectLaunch:
         self._function = getattr(function, "kernel", function).ptr  # a RawKernel's loaded Function, or a Function
         self._local = threading.local()
         if launch is None:
-            from cupy.cuda import driver
+            from cupy.cuda import driver, runtime
 
-            launch = driver.launchKernel
+            launch, device = driver.launchKernel, runtime.getDevice()
+        else:
+            device = None
         self._launch = launch
+        #: The device whose context holds ``function`` (a RawKernel loads one per device): launches elsewhere go
+        #: through CuPy, which loads the kernel there.
+        self.device = device
 
     def _buffers(self):
         buffers = getattr(self._local, "buffers", None)

@@ -383,7 +383,7 @@ class CudaKernel:
             direct = self._direct if fast else None
             if direct is None and fast:
                 direct = self._direct = _direct_launch(function, values)
-            if direct:  # fast-checked arguments straight into cuLaunchKernel (labmagic.compiler.direct_launch)
+            if direct and direct.device == cupy.cuda.runtime.getDevice():  # straight into cuLaunchKernel
                 direct(values, grid3, block3, smem, _stream_handle(cupy))
             else:
                 # stream= rather than `with stream:`: the launch without entering and leaving CuPy's stream stack.
