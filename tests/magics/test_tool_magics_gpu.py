@@ -3,56 +3,15 @@ a planted out-of-bounds access, replayed in the child under the real tools."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from planted_oob import PLANTED_LINE, write_chapter
 
 pytestmark = pytest.mark.gpu
-
-CUDA_CELL = """\
-%%cuda_kernel
-extern "C" __global__ void vecadd_ok(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-extern "C" __global__ void vecadd_oob(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i <= n) c[i] = a[i] + b[i];  // PLANTED: thread n reads and writes one past the end
-}"""
-
-PYTHON_CELL = """\
-import torch, triton, labmagic.benchmark
-
-def run(kernel):
-    def call(a, b):
-        c = torch.empty_like(a)
-        # One thread more than elements, so the planted `i <= n` guard lets thread n through.
-        kernel(a, b, c, a.numel(), grid=triton.cdiv(a.numel() + 1, 256), block=256)
-        return c
-    return call
-
-race = labmagic.benchmark.Race(
-    chapter="98_explain", ref="torch",
-    variants={"torch": torch.add, "cuda_ok": run(vecadd_ok), "cuda_oob": run(vecadd_oob)},
-    make_inputs=lambda n: (torch.randn(n, device="cuda"), torch.randn(n, device="cuda")),
-    shapes=[(2**26,)], check_shapes=[(1024,)], nbytes=lambda n: 12 * n, flops=lambda n: n)"""
-
-PLANTED_LINE = 1 + CUDA_CELL.splitlines().index(
-    "  if (i <= n) c[i] = a[i] + b[i];  // PLANTED: thread n reads and writes one past the end")
-
-
-# check_shapes=(1024,): 4096-byte tensors, a multiple of any allocation granularity, so the access one
-# element past the end is past the allocation memcheck knows (the child disables torch's cache).
-
 
 @pytest.fixture
 def chapter(tmp_path, monkeypatch):
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))  # reports go to tmp_path/results, not the repo
-    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s}
-             for s in ("%load_ext labmagic", CUDA_CELL, PYTHON_CELL, "%bench race")]
-    path = tmp_path / "98_explain.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    return path
+    return write_chapter(tmp_path / "98_explain.ipynb", "98_explain", 2**26)
 
 
 def test_ncu_profiles_only_the_variant_and_counts_its_bytes(shell, chapter, tmp_path):
