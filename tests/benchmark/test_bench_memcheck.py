@@ -29,6 +29,13 @@ def _finding(kernel="vecadd_oob", line=4, kind="Invalid __global__ write of size
                    source_line=SOURCE.strip())
 
 
+def _sanitized(race):
+    """The verdicts of a race whose check passed, and the notes, after the memcheck pass over it."""
+    verdicts, notes = _verdicts(race), []
+    memcheck.sanitize_checked(race, list(race.variants), verdicts, notes)
+    return verdicts, notes
+
+
 def _verdicts(race):
     return {n: (OK, "", 0.0) for n in race.variants} | {"cuda_bad": (ERROR, "at 31: it raised", None)}
 
@@ -44,9 +51,8 @@ def test_without_a_gpu_sanitize_is_one_note_and_nothing_runs(monkeypatch):
 def test_a_race_that_is_no_chapter_on_disk_is_a_note_not_a_failure(tmp_path, monkeypatch):
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
     monkeypatch.setattr(memcheck, "sanitize_variant", lambda *a, **k: pytest.fail("no chapter to replay"))
-    race, notes = _race("97_scratch"), []
-    verdicts = _verdicts(race)
-    memcheck.sanitize_checked(race, list(race.variants), verdicts, notes)
+    race = _race("97_scratch")
+    verdicts, notes = _sanitized(race)
     assert verdicts == _verdicts(race)
     assert notes == ["sanitize: race '97_scratch' is not a chapter notebook in book/ (the child replays the chapter "
                      "from disk): not sanitized"]
@@ -72,9 +78,8 @@ def test_a_finding_makes_the_cuda_variant_an_error_naming_kernel_and_cell_line(c
                               variant != "cuda_oob" else 2)
 
     monkeypatch.setattr(memcheck, "sanitize_variant", fake)
-    race, notes = _race("97_oob"), []
-    verdicts = _verdicts(race)
-    memcheck.sanitize_checked(race, list(race.variants), verdicts, notes)
+    race = _race("97_oob")
+    verdicts, notes = _sanitized(race)
     # Only the CUDA variant that passed its check, at the largest check shape; not the reference, not Triton.
     assert calls == [(str(chapter.resolve()), "cuda_oob", "1023", "memcheck")]
     assert verdicts["cuda_oob"] == (ERROR, "memcheck: Invalid __global__ write of size 4 bytes in vecadd_oob at cell "
@@ -87,9 +92,8 @@ def test_a_finding_makes_the_cuda_variant_an_error_naming_kernel_and_cell_line(c
 def test_a_clean_run_keeps_the_verdict_and_a_child_that_died_is_a_note(chapter, monkeypatch):
     monkeypatch.setattr(memcheck, "sanitize_variant", lambda c, v, s=None, *, tool: SanitizeResult(
         "97_oob", v, s, tool, [], 0, child_error="NameError: name 'vecadd' is not defined"))
-    race, notes = _race("97_oob"), []
-    verdicts = _verdicts(race)
-    memcheck.sanitize_checked(race, list(race.variants), verdicts, notes)
+    race = _race("97_oob")
+    verdicts, notes = _sanitized(race)
     assert verdicts == _verdicts(race)
     assert notes == ["sanitize: cuda_oob did not run in the child (NameError: name 'vecadd' is not defined); "
                      "not sanitized"]
