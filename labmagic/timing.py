@@ -141,6 +141,12 @@ class WallTimer:
         return Timing(times, self.name, out, idx)
 
 
+def warmup_calls(first_ms: float, warmup_ms: float, max_calls: int) -> int:
+    """How many warm-up calls fit in ``warmup_ms`` of GPU time for a call that took ``first_ms`` (3 at least, so
+    the host time per call is a median of three; ``max_calls`` at most)."""
+    return int(min(max_calls, max(3, math.ceil(warmup_ms / max(first_ms, 1e-4)))))
+
+
 class CudaTimer:
     """CUDA-event timing on torch's current stream (see the module docstring for the methods)."""
 
@@ -196,24 +202,33 @@ class CudaTimer:
         return self._overhead
 
     def _estimate(self, fn, input_sets, blocking: bool) -> tuple[float, float]:
-        """Warm up (JIT compiles, module loads) and return (GPU ms per call, host ms to enqueue one call)."""
+        """Warm up (JIT compiles, module loads) and return (GPU ms per call, host ms to enqueue one call).
+
+        The warm-up queues at most about ``warmup_ms`` of GPU work: one call timed alone sets how many follow.
+        (A loop that enqueues until a host deadline queues as many calls as the host can issue in that time: a
+        thousand 24 ms GEMMs at 8192^3, 24 s of GPU work for a 25 ms warm-up.)"""
         import torch
 
         k = len(input_sets)
         block_until_ready(fn(*input_sets[0]))
         torch.cuda.synchronize()
-        host = []
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        deadline = time.perf_counter() + self.warmup_ms / 1e3
-        n, i = 0, 0
         start.record()
-        while n < 3 or (time.perf_counter() < deadline and n < self.max_reps):
+        block_until_ready(fn(*input_sets[1 % k]))
+        end.record()
+        torch.cuda.synchronize()
+        calls = warmup_calls(start.elapsed_time(end), self.warmup_ms, self.max_reps)
+        host = []
+        deadline = time.perf_counter() + self.warmup_ms / 1e3
+        n = 0
+        start.record()
+        while n < calls and (n < 3 or time.perf_counter() < deadline):
             t0 = time.perf_counter()
-            out = fn(*input_sets[i % k])
+            out = fn(*input_sets[(n + 2) % k])
             host.append((time.perf_counter() - t0) * 1e3)
             if blocking:
                 block_until_ready(out)
-            n, i = n + 1, i + 1
+            n += 1
         end.record()
         torch.cuda.synchronize()
         return start.elapsed_time(end) / n, statistics.median(host)
