@@ -39,8 +39,9 @@ class DirectLaunch:
     """Launches one kernel (a CuPy ``RawKernel``, or the ``Function`` it loaded) with arguments laid out like
     ``example``."""
 
-    def __init__(self, function, example: tuple, launch=None):
-        """``launch``: what calls the driver, with ``cupy.cuda.driver.launchKernel``'s arguments (that by default)."""
+    def __init__(self, function, example: tuple, launch=None, device: int | None = None):
+        """``launch``: what calls the driver, with ``cupy.cuda.driver.launchKernel``'s arguments (that by default).
+        ``device``: the current device as the caller reads it (CuPy's reading by default)."""
         codes = [slot_code(v) for v in example]
         if None in codes:
             raise TypeError("an argument the direct launch cannot lay out")
@@ -59,25 +60,26 @@ class DirectLaunch:
         if launch is None:
             from cupy.cuda import driver, runtime
 
-            launch, device = driver.launchKernel, runtime.getDevice()
-        else:
-            device = None
+            launch = driver.launchKernel
+            if device is None:
+                device = runtime.getDevice()
         self._launch = launch
         #: The device whose context holds ``function`` (a RawKernel loads one per device): launches elsewhere go
         #: through CuPy, which loads the kernel there.
         self.device = device
 
-    def _buffers(self):
-        buffers = getattr(self._local, "buffers", None)
-        if buffers is None:
-            data = ctypes.create_string_buffer(max(self._struct.size, 1))
-            base = ctypes.addressof(data)
-            pointers = (ctypes.c_void_p * max(len(self._offsets), 1))(*(base + o for o in self._offsets))
-            buffers = self._local.buffers = (data, ctypes.addressof(pointers), pointers)
+    def _new_buffers(self):
+        data = ctypes.create_string_buffer(max(self._struct.size, 1))
+        base = ctypes.addressof(data)
+        pointers = (ctypes.c_void_p * max(len(self._offsets), 1))(*(base + o for o in self._offsets))
+        buffers = self._local.buffers = (data, ctypes.addressof(pointers), pointers)
         return buffers
 
     def __call__(self, values: tuple, grid3: tuple, block3: tuple, smem: int, stream: int) -> None:
-        data, params, _ = self._buffers()
+        try:
+            data, params, _ = self._local.buffers
+        except AttributeError:  # this thread's first launch of the kernel
+            data, params, _ = self._new_buffers()
         self._struct.pack_into(data, 0, *values)
         self._launch(self._function, grid3[0], grid3[1], grid3[2], block3[0], block3[1], block3[2], smem, stream,
                      params, 0)

@@ -99,6 +99,11 @@ def fault_error(exc: BaseException) -> KernelFaultError:
     return KernelFaultError(message)
 
 
+def no_fault() -> bool:
+    """True while no sticky fault is known (the warm launch's one question; :func:`check_context` raises)."""
+    return _fault is None
+
+
 def check_context() -> None:
     """Refuse new launches once a fault is known, instead of adding another confusing error."""
     if _fault is not None:

@@ -178,6 +178,8 @@ class CudaKernel:
         #: The direct launcher (labmagic.compiler.direct_launch), made on the first fast-checked launch; False where
         #: the arguments cannot be laid out for it (CuPy launches those).
         self._direct = None
+        #: The largest dynamic shared memory the loaded function is known to allow (48 KiB without asking).
+        self._smem_ok = 48 * 1024
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
 
     @property
@@ -367,6 +369,24 @@ class CudaKernel:
         if new_grid and (type(grid) is int or type(grid) is tuple):
             self._last_grid = (grid, grid3)
         values = self._fast_check(args)
+        direct = self._direct
+        if direct and values is not None and smem <= self._smem_ok and faults.no_fault():
+            # Warm: this kernel has launched directly before, so there is a GPU and the function is loaded; the
+            # arguments passed the fast check. One reading of the current device serves both questions below.
+            device_of, stream_of = _device_and_stream()
+            device = device_of()
+            if device == direct.device:
+                try:
+                    direct(values, grid3, block3, smem, stream_of(device))
+                except direct.error as exc:
+                    raise self._launch_error(exc, grid3, block3, smem) from None
+                faults.record(self.name, grid3, block3, smem)
+                return
+        self._launch_checked(args, values, grid3, block3, smem)
+
+    def _launch_checked(self, args, values, grid3, block3, smem) -> None:
+        """Every launch that is not a warm direct one: the full check where the fast one passed on the call, the
+        GPU and fault checks, the function loaded, the direct launcher made, or CuPy's launch."""
         fast = values is not None
         if not fast:
             values = self._checked_values(args)
@@ -376,26 +396,33 @@ class CudaKernel:
         function = self._function
         if function is None:
             function = self._function = self.module.function(self.symbol)
-        if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
-            function.max_dynamic_shared_size_bytes = smem
+        if smem > 48 * 1024:
+            if function.max_dynamic_shared_size_bytes < smem:
+                function.max_dynamic_shared_size_bytes = smem
+            self._smem_ok = max(self._smem_ok, smem)
         cupy = _cupy()
         try:
             direct = self._direct if fast else None
             if direct is None and fast:
                 direct = self._direct = _direct_launch(function, values)
-            if direct and direct.device == cupy.cuda.runtime.getDevice():  # straight into cuLaunchKernel
-                direct(values, grid3, block3, smem, _stream_handle(cupy))
+            device_of, stream_of = _device_and_stream()
+            device = device_of()
+            if direct and direct.device == device:  # straight into cuLaunchKernel
+                direct(values, grid3, block3, smem, stream_of(device))
             else:
                 # stream= rather than `with stream:`: the launch without entering and leaving CuPy's stream stack.
-                function(grid3, block3, values, shared_mem=smem, stream=_launch_stream(cupy))
+                function(grid3, block3, values, shared_mem=smem, stream=_cupy_stream(stream_of(device)))
         except cupy.cuda.driver.CUDADriverError as exc:
-            if faults.is_sticky(exc):
-                raise faults.fault_error(exc) from None
-            res = self.resources
-            detail = f" ({res.registers} registers/thread, {res.smem_static} B static smem)" if res else ""
-            raise LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: "
-                              f"{exc}{detail}") from None
+            raise self._launch_error(exc, grid3, block3, smem) from None
         faults.record(self.name, grid3, block3, smem)
+
+    def _launch_error(self, exc, grid3, block3, smem) -> LabError:
+        """What a launch the driver refused raises: the fault account for a sticky error, else the refusal."""
+        if faults.is_sticky(exc):
+            return faults.fault_error(exc)
+        res = self.resources
+        detail = f" ({res.registers} registers/thread, {res.smem_static} B static smem)" if res else ""
+        return LaunchError(f"{self.name}<<<{grid3}, {block3}, {smem}>>> was refused by the driver: {exc}{detail}")
 
 
 def _float_scalar(base: str, np_type, value, where: str):
@@ -438,42 +465,36 @@ def _cupy():
 def _direct_launch(function, values: tuple):
     """The kernel's direct launcher, or False when an argument has no slot layout (then CuPy launches it)."""
     try:
-        return DirectLaunch(function, values)
+        launch = DirectLaunch(function, values, device=_device_and_stream()[0]())
     except TypeError:
         return False
-
-
-def _stream_handle(cupy) -> int:
-    """The raw handle of torch's current stream (or CuPy's current one when torch is absent)."""
-    handle = _stream_handle_reader()
-    return cupy.cuda.get_current_stream().ptr if handle is None else handle()
-
-
-def _launch_stream(cupy):
-    """CuPy's view of torch's current stream (or CuPy's own when torch is absent)."""
-    handle = _stream_handle_reader()
-    return cupy.cuda.get_current_stream() if handle is None else _cupy_stream(handle())
+    launch.error = _cupy().cuda.driver.CUDADriverError
+    return launch
 
 
 @functools.cache
-def _stream_handle_reader():
-    """A function that returns the raw handle of torch's current stream on the current device; None without torch.
+def _device_and_stream():
+    """``(device_of, stream_of)``: ``device_of()`` is the current device, ``stream_of(device)`` the raw handle of
+    torch's current stream on it (CuPy's current device and stream when torch is absent).
 
-    ``torch.cuda.current_stream()`` builds a Stream object on every call; torch's own raw reader (what
-    TorchInductor's generated code calls before each launch) returns the handle alone. It is private, so it is
-    used only where it answers as the public call does, and the public call stands in for it elsewhere."""
+    ``torch.cuda.current_stream()`` builds a Stream object on every call; torch's own raw readers (what
+    TorchInductor's generated code calls before each launch) return the numbers alone. They are private, so they
+    are used only where they answer as the public calls do, and the public calls stand in for them elsewhere.
+    Both libraries read the CUDA runtime's current device of the calling thread, so the direct launcher's device,
+    read here too, compares with either."""
     try:
         import torch
     except ImportError:
-        return None
+        cupy = _cupy()
+        return cupy.cuda.runtime.getDevice, lambda device: cupy.cuda.get_current_stream().ptr
     public = torch.cuda.current_stream().cuda_stream  # also initialises torch's CUDA state, once
     raw, device = getattr(torch._C, "_cuda_getCurrentRawStream", None), getattr(torch._C, "_cuda_getDevice", None)
     try:
         if raw is not None and device is not None and raw(device()) == public:
-            return lambda: raw(device())
+            return device, raw
     except (TypeError, RuntimeError):
         pass
-    return lambda: torch.cuda.current_stream().cuda_stream
+    return torch.cuda.current_device, lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
 class _StreamHandle:

@@ -217,7 +217,7 @@ extern "C" __global__ void axpy4(const float4* x, float4* y, float alpha, int n4
 
 @pytest.mark.gpu
 def test_alternating_layouts_launch_correctly():
-    from labmagic.compiler.kernel import _stream_handle_reader
+    from labmagic.compiler.kernel import _device_and_stream
 
     axpy4 = labmagic.compile_cuda(AXPY4).kernels["axpy4"]
     buffer = torch.randn(4 * 1000 + 8, device="cuda")
@@ -238,7 +238,8 @@ def test_alternating_layouts_launch_correctly():
         args = (x, y, alpha, n4)
         if layout >= 3:
             with torch.cuda.stream(side):
-                assert _stream_handle_reader()() == side.cuda_stream == torch.cuda.current_stream().cuda_stream
+                device_of, stream_of = _device_and_stream()
+                assert stream_of(device_of()) == side.cuda_stream == torch.cuda.current_stream().cuda_stream
                 side.wait_stream(torch.cuda.default_stream())
                 axpy4(*args, grid=(n4 + 127) // 128, block=128)
             torch.cuda.default_stream().wait_stream(side)
@@ -280,3 +281,78 @@ def test_a_fault_names_the_cell_that_launched_it():
     assert faulting and "ANOTHER-CELL" in out, out
     assert f"oob_write<<<(1, 1, 1), (64, 1, 1), 0>>> (launch #2 in cell [{faulting.group(1)}])" in out, out
     assert "before it: fine (#1)" in out, out
+
+
+# -- the warm launch, with a stand-in driver --------------------------------------------------------------
+
+class StandInDriver:
+    """Where cuLaunchKernel would be called: records each launch (function, grid, block, smem, stream)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def __call__(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream))
+
+
+class DriverRefusal(Exception):
+    pass
+
+
+@pytest.fixture
+def warm_axpy4(axpy4, monkeypatch):
+    """axpy4 as after its first direct launch on device 0: its fast check compiled, its direct launcher made."""
+    from labmagic.compiler.direct_launch import DirectLaunch
+
+    monkeypatch.setattr("labmagic.compiler.kernel.has_gpu", lambda: False)
+    args = good_args()
+    with pytest.raises(NoGPUError):  # the full check passes; the call stops for want of a GPU
+        axpy4(*args, grid=1, block=32)
+    driver = StandInDriver()
+    axpy4._direct = DirectLaunch(type("Function", (), {"ptr": 0xF00})(), axpy4._fast_check(tuple(args)),
+                                 launch=driver, device=0)
+    axpy4._direct.error = DriverRefusal
+    monkeypatch.setattr("labmagic.compiler.kernel._device_and_stream", lambda: (lambda: 0, lambda device: 0x5EA))
+    monkeypatch.setattr(faults, "_fault", None)
+    return axpy4, args, driver
+
+
+def test_a_warm_launch_goes_straight_to_the_driver_on_the_current_stream(warm_axpy4):
+    axpy4, args, driver = warm_axpy4
+    axpy4(*args, grid=(3, 2), block=64)
+    axpy4(*args, grid=1, block=(32, 2), smem=1024)
+    assert driver.launches == [(0xF00, (3, 2, 1), (64, 1, 1), 0, 0x5EA), (0xF00, (1, 1, 1), (32, 2, 1), 1024, 0x5EA)]
+    assert faults.Launch(*faults._recent[-1])[1:5] == ("axpy4", (1, 1, 1), (32, 2, 1), 1024)
+
+
+def test_a_warm_kernel_still_refuses_bad_calls_and_launches_after_a_fault_are_refused(warm_axpy4, monkeypatch):
+    axpy4, args, driver = warm_axpy4
+    bad = list(args)
+    bad[1] = cuda_like(torch.zeros(20)[1:17])
+    with pytest.raises(ArgumentError, match="not aligned to 16 bytes"):
+        axpy4(*bad, grid=1, block=32)
+    with pytest.raises(NoGPUError):  # more dynamic shared memory than known allowed: the checked path decides
+        axpy4(*args, grid=1, block=32, smem=64 * 1024)
+    monkeypatch.setattr(faults, "_fault", "an illegal memory access was encountered")
+    with pytest.raises(NoGPUError):  # not warm any more: the checked path (here: no GPU) answers
+        axpy4(*args, grid=1, block=32)
+    assert driver.launches == []
+
+
+def test_a_warm_launch_on_another_device_takes_the_checked_path(warm_axpy4, monkeypatch):
+    axpy4, args, driver = warm_axpy4
+    monkeypatch.setattr("labmagic.compiler.kernel._device_and_stream", lambda: (lambda: 1, lambda device: 0x5EB))
+    with pytest.raises(NoGPUError):
+        axpy4(*args, grid=1, block=32)
+    assert driver.launches == []
+
+
+def test_a_driver_refusal_on_the_warm_path_names_the_launch(warm_axpy4):
+    axpy4, args, driver = warm_axpy4
+
+    def refuse(*_):
+        raise DriverRefusal("CUDA_ERROR_INVALID_VALUE: invalid argument")
+
+    axpy4._direct._launch = refuse
+    with pytest.raises(labmagic.LabError, match=r"axpy4<<<\(1, 1, 1\), \(32, 1, 1\), 0>>> was refused by the driver"):
+        axpy4(*args, grid=1, block=32)
