@@ -90,6 +90,7 @@ LAUNCH_ROWS = [
     ("launch_fresh_views", "labmagic"),
     ("check_args_only", "labmagic"),
     ("launch_arrays", "cupy"),
+    ("launch_fresh_views", "cupy"),
     ("launch_raw_pointers", "cupy"),
     ("add_", "torch"),
     ("launch", "triton"),
@@ -169,6 +170,7 @@ class Launches:
         self.pointers = (np.uint64(self.x.data_ptr()), np.uint64(self.y.data_ptr()), self.n32)
         # A fresh view per call, made before the timing: every call sees objects it has never seen.
         self.views = [(self.x.view(1), self.y.view(1)) for _ in range(calls)]
+        self.cupy_views = [(self.xc.view(), self.yc.view()) for _ in range(calls)]  # the same for CuPy's launch
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -201,6 +203,9 @@ class Launches:
             if what == "launch_arrays":
                 xc, yc, n32 = self.xc, self.yc, self.n32
                 return lambda i: kernel(g3, b3, (xc, yc, n32))
+            if what == "launch_fresh_views":
+                views, n32 = self.cupy_views, self.n32
+                return lambda i: kernel(g3, b3, (views[i][0], views[i][1], n32))
             if what == "launch_raw_pointers":
                 pointers = self.pointers
                 return lambda i: kernel(g3, b3, pointers)
@@ -213,20 +218,35 @@ class Launches:
 
 
 def measure_launches(launches: Launches, batches: int, warmup: int) -> tuple[list[dict], list[str]]:
-    """One row per LAUNCH_ROWS entry that ran; the errors of those that did not."""
-    rows, errors = [], []
+    """One row per LAUNCH_ROWS entry that ran; the errors of those that did not.
+
+    The rows take turns: batch 1 of every row, then batch 2 of every row, and so on, so that a drift of the host
+    (clock, other processes) over the run lands on every row alike instead of on whichever was measured last."""
+    calls, errors = {}, []
     for what, backend in LAUNCH_ROWS:
         try:
             call = launches.call(what, backend)
             for i in range(warmup):
                 call(i % launches.calls)
             launches.sync()
-            per_call = time_batches(call, launches.calls, batches, STEP_BUDGET_S["launch"], launches.sync)
         except Exception as exc:  # noqa: BLE001  (one backend failing must not hide the others' numbers)
             errors.append(f"{what}/{backend}: {type(exc).__name__}: {exc}")
             continue
-        rows.append({"what": what, "backend": backend, "median": statistics.median(per_call), "min": min(per_call),
-                     "calls": launches.calls * len(per_call)})
+        calls[what, backend] = call
+    per_call = {key: [] for key in calls}
+    budget = STEP_BUDGET_S["launch"] * max(len(calls), 1)
+    deadline = time.perf_counter() + budget
+    for _ in range(batches):
+        for key, call in list(calls.items()):
+            try:
+                per_call[key] += time_batches(call, launches.calls, 1, budget, launches.sync)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{key[0]}/{key[1]}: {type(exc).__name__}: {exc}")
+                del calls[key], per_call[key]
+        if time.perf_counter() > deadline:
+            break
+    rows = [{"what": what, "backend": backend, "median": statistics.median(times), "min": min(times),
+             "calls": launches.calls * len(times)} for (what, backend), times in per_call.items()]
     reference = next((r["median"] for r in rows if (r["what"], r["backend"]) == REFERENCE), None)
     for r in rows:
         r["ratio"] = r["median"] / reference if reference else float("nan")
@@ -491,7 +511,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="folder for the outputs (default results/<gpu>/)")
     parser.add_argument("--calls", type=int, default=2000, help="back-to-back calls per batch (default 2000)")
-    parser.add_argument("--batches", type=int, default=7, help="batches per row (default 7)")
+    parser.add_argument("--batches", type=int, default=15, help="batches per row, taken in turns (default 15)")
     parser.add_argument("--warmup", type=int, default=500, help="calls before timing a row (default 500)")
     parser.add_argument("--profile-calls", type=int, default=20000, help="launches under cProfile (default 20000)")
     parser.add_argument("--repeats", type=int, default=5, help="cached runs per cell variant (default 5)")
