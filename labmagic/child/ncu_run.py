@@ -95,14 +95,14 @@ def ncu_command(ncu: str, out: Path, child: list[str], section_set: str = "full"
 def profile_variant(chapter: str, variant: str, shape: str | None = None, *, section_set: str = "full",
                     clock_control: str = "none", iters: int = 1, extra: tuple[str, ...] = (),
                     params: dict | None = None, slug: str | None = None, timeout: float | None = 1800,
-                    ) -> ProfileResult:
+                    race: str | None = None) -> ProfileResult:
     """Profile ``variant`` of ``chapter``'s race at ``shape`` (``"4096"``, ``"4096x4096"``; default the
     race's largest) under Nsight Compute; save the report and return the per-kernel summary."""
     require_gpu("%ncu")
     ncu = find_ncu()
     out = report_path(_chapter_stem(chapter), variant, slug)
     out.parent.mkdir(parents=True, exist_ok=True)
-    child = child_command(chapter, variant, shape, "ncu", iters, params)
+    child = child_command(chapter, variant, shape, "ncu", iters, params, race)
     cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
                           env=child_env())

@@ -69,14 +69,19 @@ def param_args(params: dict | None) -> list[str]:
 
 
 def child_command(chapter: str, variant: str, shape: str | None, mode: str, iters: int = 1,
-                  params: dict | None = None) -> list[str]:
-    """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root)."""
+                  params: dict | None = None, race: str | None = None) -> list[str]:
+    """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root).
+    ``race``: the race's name in the chapter (default: the one its first ``%bench`` names)."""
     if str(chapter).endswith(".ipynb"):
         chapter = str(Path(chapter).resolve())
     cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--variant", variant,
            "--mode", mode, "--iters", str(iters)]
     if shape:
         cmd += ["--shape", *str(shape).split()]
+    if race:
+        if not str(race).isidentifier():
+            raise LabError(f"race name {race!r} is not a Python name")
+        cmd += ["--race", str(race)]
     return cmd + param_args(params)
 
 

@@ -90,14 +90,14 @@ def sanitizer_command(sanitizer: str, tool: str, child: list[str], extra: tuple[
 
 def sanitize_variant(chapter: str, variant: str, shape: str | None = None, *, tool: str = "memcheck",
                      params: dict | None = None, extra: tuple[str, ...] = (), timeout: float | None = 1800,
-                     ) -> SanitizeResult:
+                     race: str | None = None) -> SanitizeResult:
     """Run ``variant`` once at ``shape`` (default: the race's largest check shape, odd-sized) under
     compute-sanitizer's ``tool``; return its findings with their cell lines."""
     if tool not in TOOLS:
         raise LabError(f"--tool must be one of {', '.join(TOOLS)}, not {tool!r}")
     require_gpu("%sanitize")
     sanitizer = find_sanitizer()
-    child = child_command(chapter, variant, shape, "sanitize", 1, params)
+    child = child_command(chapter, variant, shape, "sanitize", 1, params, race)
     if shape is None:
         child += ["--check-shape"]  # the race's largest check shape: odd sizes catch guard bugs
     cmd = sanitizer_command(sanitizer, tool, child, extra)

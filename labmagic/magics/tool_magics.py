@@ -51,6 +51,8 @@ class ExplainMagics(Magics):
     sanitize_tool = Unicode("memcheck", config=True, help="Default compute-sanitizer tool.")
 
     def _chapter_and_variants(self, args) -> tuple[str, list[str]]:
+        """The chapter and the variants to run; the child replays the race ``args.race`` names (it is passed on:
+        a chapter with several races would otherwise give the child its first ``%bench`` race)."""
         from ..child.replay import find_race, races_in
 
         ns = self.shell.user_ns
@@ -111,7 +113,7 @@ class ExplainMagics(Magics):
         results = ResultList(
             profile_variant(chapter, v, args.shape, section_set=args.section_set or self.ncu_set,
                             clock_control=args.clock_control or self.clock_control,
-                            iters=args.iters or self.iters, params=params)
+                            iters=args.iters or self.iters, params=params, race=args.race)
             for v in variants)
         return results[0] if len(results) == 1 else results
 
@@ -135,7 +137,8 @@ class ExplainMagics(Magics):
             return None
         chapter, variants = self._chapter_and_variants(args)
         results = ResultList(
-            sanitize_variant(chapter, v, args.shape, tool=args.tool or self.sanitize_tool, params=params)
+            sanitize_variant(chapter, v, args.shape, tool=args.tool or self.sanitize_tool, params=params,
+                             race=args.race)
             for v in variants)
         return results[0] if len(results) == 1 else results
 
