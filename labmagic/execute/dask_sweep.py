@@ -20,6 +20,7 @@ import dataclasses
 import os
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,13 @@ RETRIES = 1
 
 #: Seconds to wait for a scheduler to answer, and for its first worker.
 CONNECT_TIMEOUT_S = 20
+
+#: Seconds a kind may have no worker at all before its unfinished chapters fail: Dask would hold them for a worker
+#: of that kind forever (a worker that is restarted by its nanny, or by `labmagic cluster worker` again, is back
+#: well within it).
+ORPHAN_GRACE_S = 120.0
+#: How often the driver looks, while it waits for results.
+POLL_S = 2.0
 
 #: Workers of ``--scheduler local`` unless ``--workers`` says.
 LOCAL_WORKERS = 2
@@ -184,6 +192,21 @@ def cluster_kinds(client, where: str) -> dict[str, list[str]]:
     return kinds
 
 
+def live_kinds(client) -> set[str]:
+    """The kinds that at least one worker connected to the scheduler advertises now (the scheduler's own view:
+    nothing runs on the workers, which may be busy)."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:  # distributed before n_workers
+        info = client.scheduler_info()
+    kinds = set()
+    for worker in info.get("workers", {}).values():
+        for name, amount in (worker.get("resources") or {}).items():
+            if name.startswith(KIND_PREFIX) and amount >= 1:
+                kinds.add(name[len(KIND_PREFIX):])
+    return kinds
+
+
 def parse_kinds(spec: str | None, kinds: dict[str, list[str]], where: str) -> list[str]:
     """The kinds ``--kinds`` picks from the cluster's: ``all`` (the default) or a comma-separated list."""
     have = ", ".join(f"{kind} ({len(addresses)} worker{'s' if len(addresses) > 1 else ''})"
@@ -245,6 +268,7 @@ class _Sweep:
         self.running: set[str] = set()
         self.done: list[Outcome] = []
         self.progress: Progress | None = None
+        self.orphan_grace_s = ORPHAN_GRACE_S
 
     def label(self, chapter: str, kind: str) -> str:
         return chapter if len(self.kinds) == 1 else f"{chapter} on {kind}"
@@ -284,18 +308,51 @@ class _Sweep:
 
     def collect(self, futures: dict) -> list[Outcome]:
         """Store each task's result as it arrives (into ``self.done`` too, for an interrupt's report). A result
-        that is being written when Ctrl-C comes is written whole first."""
-        from distributed import as_completed
+        that is being written when Ctrl-C comes is written whole first. Chapters of a kind that has had no worker
+        for ``orphan_grace_s`` fail (nothing written) instead of waiting for one forever."""
+        from distributed import wait
 
-        for future in as_completed(list(futures)):
-            notebook, kind = futures[future]
-            outcome, interrupted = _shielded(self.outcome, future, notebook, kind)
-            self.done.append(outcome)
-            if self.progress:
-                self.progress.done(dataclasses.replace(outcome, chapter=self.label(outcome.chapter, kind)))
-            if interrupted:
-                raise KeyboardInterrupt
+        pending = dict(futures)
+        orphaned_since: dict[str, float] = {}
+        while pending:
+            try:
+                done = wait(list(pending), timeout=POLL_S, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                done = set()
+            for future in [f for f in pending if f in done]:
+                notebook, kind = pending.pop(future)
+                outcome, interrupted = _shielded(self.outcome, future, notebook, kind)
+                self.record(outcome, kind)
+                if interrupted:
+                    raise KeyboardInterrupt
+            if pending:
+                self.fail_orphans(pending, orphaned_since)
         return self.done
+
+    def record(self, outcome: Outcome, kind: str) -> None:
+        self.done.append(outcome)
+        if self.progress:
+            self.progress.done(dataclasses.replace(outcome, chapter=self.label(outcome.chapter, kind)))
+
+    def fail_orphans(self, pending: dict, orphaned_since: dict[str, float]) -> None:
+        """Fail (and cancel) the pending chapters of each kind that has had no worker for ``orphan_grace_s``."""
+        alive = live_kinds(self.client)
+        now = time.monotonic()
+        for kind in {kind for _, kind in pending.values()}:
+            if kind in alive:
+                orphaned_since.pop(kind, None)
+                continue
+            since = orphaned_since.setdefault(kind, now)
+            if now - since < self.orphan_grace_s:
+                continue
+            lost = [f for f, (_, k) in pending.items() if k == kind]
+            self.client.cancel(lost)
+            for future in lost:
+                notebook, _ = pending.pop(future)
+                self.record(Outcome(notebook.stem, "failed", kind,
+                                    error=f"no worker of kind {kind} has been on the cluster for "
+                                          f"{now - since:.0f} s: its workers were lost (nothing was written)",
+                                    details={"reason": "no worker of its kind"}), kind)
 
     def stop(self, futures: dict, skipped: list[Outcome]) -> SweepInterrupted:
         """After Ctrl-C: cancel what has not finished, stop the sweep's running chapters on their workers (their

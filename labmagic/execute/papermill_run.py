@@ -27,6 +27,7 @@ from ..paths import atomic_write, repo_root, results_dir
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
 from ..store.manifest import notebook_hash, write_manifest
+from .tether import tethered
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
 _ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
@@ -209,6 +210,7 @@ def _publish(temporary: Path, final: Path) -> None:
 def _execute(cmd: list[str], env: dict, notebook: Path, log_path: Path, children: Children,
              on_cell) -> tuple[int | None, str]:
     """Run papermill, copying its output into ``log_path``: (exit status, last error line in the output)."""
+    cmd, env = tethered(cmd, env)  # papermill dies with this process, however it dies
     proc = children.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                           cwd=str(notebook.parent))
     if proc is None:

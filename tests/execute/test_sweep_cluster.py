@@ -146,6 +146,37 @@ def test_a_worker_lost_mid_chapter_is_retried_on_another_of_its_kind(cluster_rep
     assert "delta ran again on a live worker" in (_results(cluster_repo) / "notebooks" / "04_delta.log").read_text()
 
 
+def test_a_kind_whose_workers_are_all_lost_fails_its_chapters_instead_of_waiting_forever(
+        cluster_repo, tmp_path, capsys, git_commit, monkeypatch):
+    from labmagic.execute import dask_sweep
+    from labmagic.execute.dask_sweep import local_cluster
+
+    marker = tmp_path / "started.pid"
+    write_chapter(cluster_repo / "book" / "04_delta.ipynb", SLOW_CELL.format(marker=str(marker)), title="Delta")
+    git_commit(cluster_repo, "delta")
+    monkeypatch.setattr(dask_sweep, "ORPHAN_GRACE_S", 3.0)
+    with local_cluster(1, local_directory=str(tmp_path / "dask")) as cluster:
+        def lose_the_only_worker():
+            deadline = time.monotonic() + 120
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            cluster.scale(0)  # the worker goes, and nothing starts another of its kind
+
+        loser = threading.Thread(target=lose_the_only_worker, daemon=True)
+        loser.start()
+        start = time.monotonic()
+        assert run_command(sweep_cmd, ["04", "--scheduler", cluster.scheduler_address]) == 1
+        assert time.monotonic() - start < 150
+        loser.join(timeout=10)
+    out = capsys.readouterr().out
+    assert "failed 04_delta: no worker of kind cpu has been on the cluster for" in out and "nothing was written" in out
+    kernel, deadline = int(marker.read_text()), time.monotonic() + 15
+    while _alive(kernel) and time.monotonic() < deadline:  # papermill is tethered to the worker; its kernel polls it
+        time.sleep(0.2)
+    assert not _alive(kernel), "the chapter's kernel outlived its worker"
+    assert not (_results(cluster_repo) / "notebooks" / "04_delta.ipynb").exists()
+
+
 def test_a_dirty_tree_is_refused_and_a_task_that_raised_writes_nothing(cluster_repo, capsys, dask_scheduler):
     write_chapter(cluster_repo / "book" / "05_epsilon.ipynb", "print('never committed')", title="Epsilon")
     err = _one_line_error(capsys, ["sweep", "05", "--scheduler", dask_scheduler])
