@@ -39,9 +39,10 @@ class DirectLaunch:
     """Launches one kernel (a CuPy ``RawKernel``, or the ``Function`` it loaded) with arguments laid out like
     ``example``."""
 
-    def __init__(self, function, example: tuple, launch=None, device: int | None = None):
+    def __init__(self, function, example: tuple, launch=None, device: int | None = None, error=()):
         """``launch``: what calls the driver, with ``cupy.cuda.driver.launchKernel``'s arguments (that by default).
-        ``device``: the current device as the caller reads it (CuPy's reading by default)."""
+        ``device``: the current device as the caller reads it (CuPy's reading by default). ``error``: the exception
+        class(es) a refused launch raises (CuPy's ``CUDADriverError`` with CuPy's launch; none otherwise)."""
         codes = [slot_code(v) for v in example]
         if None in codes:
             raise TypeError("an argument the direct launch cannot lay out")
@@ -60,10 +61,11 @@ class DirectLaunch:
         if launch is None:
             from cupy.cuda import driver, runtime
 
-            launch = driver.launchKernel
+            launch, error = driver.launchKernel, driver.CUDADriverError
             if device is None:
                 device = runtime.getDevice()
         self._launch = launch
+        self.error = error
         #: The device whose context holds ``function`` (a RawKernel loads one per device): launches elsewhere go
         #: through CuPy, which loads the kernel there.
         self.device = device

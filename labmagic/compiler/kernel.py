@@ -465,11 +465,9 @@ def _cupy():
 def _direct_launch(function, values: tuple):
     """The kernel's direct launcher, or False when an argument has no slot layout (then CuPy launches it)."""
     try:
-        launch = DirectLaunch(function, values, device=_device_and_stream()[0]())
+        return DirectLaunch(function, values, device=_device_and_stream()[0]())
     except TypeError:
         return False
-    launch.error = _cupy().cuda.driver.CUDADriverError
-    return launch
 
 
 @functools.cache

@@ -268,7 +268,6 @@ class _Sweep:
         self.running: set[str] = set()
         self.done: list[Outcome] = []
         self.progress: Progress | None = None
-        self.orphan_grace_s = ORPHAN_GRACE_S
 
     def label(self, chapter: str, kind: str) -> str:
         return chapter if len(self.kinds) == 1 else f"{chapter} on {kind}"
@@ -309,7 +308,7 @@ class _Sweep:
     def collect(self, futures: dict) -> list[Outcome]:
         """Store each task's result as it arrives (into ``self.done`` too, for an interrupt's report). A result
         that is being written when Ctrl-C comes is written whole first. Chapters of a kind that has had no worker
-        for ``orphan_grace_s`` fail (nothing written) instead of waiting for one forever."""
+        for :data:`ORPHAN_GRACE_S` fail (nothing written) instead of waiting for one forever."""
         from distributed import wait
 
         pending = dict(futures)
@@ -335,7 +334,7 @@ class _Sweep:
             self.progress.done(dataclasses.replace(outcome, chapter=self.label(outcome.chapter, kind)))
 
     def fail_orphans(self, pending: dict, orphaned_since: dict[str, float]) -> None:
-        """Fail (and cancel) the pending chapters of each kind that has had no worker for ``orphan_grace_s``."""
+        """Fail (and cancel) the pending chapters of each kind that has had no worker for :data:`ORPHAN_GRACE_S`."""
         alive = live_kinds(self.client)
         now = time.monotonic()
         for kind in {kind for _, kind in pending.values()}:
@@ -343,7 +342,7 @@ class _Sweep:
                 orphaned_since.pop(kind, None)
                 continue
             since = orphaned_since.setdefault(kind, now)
-            if now - since < self.orphan_grace_s:
+            if now - since < ORPHAN_GRACE_S:
                 continue
             lost = [f for f, (_, k) in pending.items() if k == kind]
             self.client.cancel(lost)

@@ -310,8 +310,7 @@ def warm_axpy4(axpy4, monkeypatch):
         axpy4(*args, grid=1, block=32)
     driver = StandInDriver()
     axpy4._direct = DirectLaunch(type("Function", (), {"ptr": 0xF00})(), axpy4._fast_check(tuple(args)),
-                                 launch=driver, device=0)
-    axpy4._direct.error = DriverRefusal
+                                 launch=driver, device=0, error=DriverRefusal)
     monkeypatch.setattr("labmagic.compiler.kernel._device_and_stream", lambda: (lambda: 0, lambda device: 0x5EA))
     monkeypatch.setattr(faults, "_fault", None)
     return axpy4, args, driver
