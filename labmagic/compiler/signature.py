@@ -151,14 +151,18 @@ def _parse_type(text: str) -> Param:
     return Param(name="", base=base, pointer=pointer, const=const)
 
 
+_BUILTIN_WORDS = frozenset({"int", "char", "short", "long", "float", "double", "bool", "signed", "unsigned"})
+
+
 def _parse_param(text: str, index: int) -> Param:
     text = text.split("=")[0].strip()
     array = text.endswith("]")
     if array:
         text = text[: text.index("[")].strip()
     match = re.match(r"^(.*?)([A-Za-z_]\w*)$", text)
-    # A lone type (unnamed parameter) has no separate name: keep it as the type.
-    if match and match.group(1).strip() and match.group(1).strip() not in {"const", "unsigned", "signed"}:
+    # A lone type (unnamed parameter: `const int`, `unsigned long`) has no separate name: keep it as the type.
+    # `unsigned n` is a named one (C's implicit int).
+    if match and match.group(1).strip() not in ("", "const") and match.group(2) not in _BUILTIN_WORDS:
         decl = _parse_type(match.group(1))
         name = match.group(2)
     else:

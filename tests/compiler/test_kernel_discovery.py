@@ -85,3 +85,11 @@ def test_a_bad_name_expression_names_itself():
     body = "template <typename T> __global__ void scale(T* x) {}"
     with pytest.raises(CompileError, match=r"^name expression 'scale<flaot>': identifier \"flaot\" is undefined$"):
         labmagic.compile_cuda(body, name_expressions=["scale<flaot>"])
+
+
+def test_implicit_int_parameters_keep_their_names_and_lone_types_stay_types():
+    body = "__global__ void k(unsigned n, signed m, const unsigned c, unsigned int, const int, unsigned long) {}"
+    (kernel,) = parse_kernels(body)
+    assert [(p.name, p.base) for p in kernel.params] == [
+        ("n", "unsigned"), ("m", "signed"), ("c", "unsigned"),
+        ("arg3", "unsigned int"), ("arg4", "int"), ("arg5", "unsigned long")]
