@@ -3,7 +3,8 @@
 ``kernel(a, b, c, n, grid=..., block=..., smem=0)`` checks every argument against the kernel's
 declaration before anything reaches the GPU: a float64 tensor for ``const float*``, a CPU tensor, a
 non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra argument, a string for ``bool``
-each raise one line naming the parameter. A type the table below does not know (``typedef float real``, a macro)
+each raise one line naming the parameter; so does a grid that is not a whole number of the kernel's
+``__cluster_dims__`` clusters. A type the table below does not know (``typedef float real``, a macro)
 is checked as NVRTC resolved it (:mod:`.type_probe`), and refused where NVRTC could not say. The launch goes
 through CuPy (which loads the CUBIN NVRTC produced) on torch's current stream, so it is ordered with torch work
 and is captured by torch's CUDA graphs.
@@ -161,6 +162,15 @@ def _dims(value) -> tuple | None:
 
 _NOT_SEEN = (object(), None)
 
+
+def cluster_dims(ptx: str | None, symbol: str) -> tuple[int, int, int] | None:
+    """The thread-block cluster shape fixed at compile time (``__cluster_dims__``, PTX ``.reqnctapercluster``)
+    of the kernel ``symbol``, or None: a launch's grid must be a whole number of such clusters."""
+    m = ptx and re.search(rf"\.entry\s+{re.escape(symbol)}\s*\([^{{]*?\.reqnctapercluster\s+(\d+)\s*,\s*(\d+)\s*,"
+                          r"\s*(\d+)", ptx)
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
 class CudaKernel:
     """One ``__global__`` entry point of a compiled cell."""
 
@@ -181,6 +191,8 @@ class CudaKernel:
         #: The largest dynamic shared memory the loaded function is known to allow (48 KiB without asking).
         self._smem_ok = 48 * 1024
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
+        #: ``__cluster_dims__`` as (x, y, z), or None.
+        self.cluster = cluster_dims(module.result.ptx, symbol)
 
     @property
     def resources(self) -> Resources | None:
@@ -366,8 +378,13 @@ class CudaKernel:
                                     "the limit is 1024")
             if type(block) is int or type(block) is tuple:
                 self._last_block = (block, block3)
-        if new_grid and (type(grid) is int or type(grid) is tuple):
-            self._last_grid = (grid, grid3)
+        if new_grid:
+            if self.cluster and any(g % c for g, c in zip(grid3, self.cluster)):
+                raise ArgumentError(f"{self.name}: grid={grid} is not a whole number of clusters: the kernel's "
+                                    f"__cluster_dims__ is {self.cluster}, so each grid dimension must be a multiple "
+                                    "of the cluster's")
+            if type(grid) is int or type(grid) is tuple:
+                self._last_grid = (grid, grid3)
         values = self._fast_check(args)
         direct = self._direct
         if direct and values is not None and smem <= self._smem_ok and faults.no_fault():

@@ -3,12 +3,13 @@ parenthesis, instances that differ only in pointer-ness (issue #13, item 7)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import labmagic
 from labmagic.compiler.kernel import python_name
 from labmagic.compiler.signature import parse_kernels
-from labmagic.errors import CompileError, LabError
+from labmagic.errors import ArgumentError, CompileError, LabError
 
 NAMESPACES = """\
 namespace blas { __global__ void scale(float* x, float a, int n) {} }
@@ -93,3 +94,22 @@ def test_implicit_int_parameters_keep_their_names_and_lone_types_stay_types():
     assert [(p.name, p.base) for p in kernel.params] == [
         ("n", "unsigned"), ("m", "signed"), ("c", "unsigned"),
         ("arg3", "unsigned int"), ("arg4", "int"), ("arg5", "unsigned long")]
+
+
+CLUSTERED = """\
+__global__ void __cluster_dims__(4, 2, 1) pairs(float* x) { x[0] = 1.0f; }
+template <int C> __global__ void __cluster_dims__(C, 1, 1) rows(float* x) { x[0] = 1.0f; }
+__global__ void __launch_bounds__(128) plain(float* x) { x[0] = 1.0f; }
+"""
+
+
+def test_a_grid_that_is_not_a_whole_number_of_clusters_is_refused_before_the_launch():
+    module = labmagic.compile_cuda(CLUSTERED, arch="sm_90", name_expressions=["rows<2>"])
+    pairs, rows, plain = (module.kernels[n] for n in ("pairs", "rows<2>", "plain"))
+    assert (pairs.cluster, rows.cluster, plain.cluster) == ((4, 2, 1), (2, 1, 1), None)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ArgumentError, match=r"^pairs: grid=\(6, 2\) is not a whole number of clusters: the kernel's "
+                                            r"__cluster_dims__ is \(4, 2, 1\), so each grid dimension"):
+        pairs(x, grid=(6, 2), block=32)
+    with pytest.raises(ArgumentError, match=r"^rows<2>: grid=7 is not a whole number of clusters"):
+        rows(x, grid=7, block=32)
