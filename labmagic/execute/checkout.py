@@ -94,11 +94,16 @@ def materialise(commit: Commit, clone: Path, dest: Path, *, results_of: str) -> 
                     archive.extract(member, dest, filter="data")
                 else:  # pragma: no cover - Python before 3.10.12
                     archive.extract(member, dest)
+        # tarfile stops at the end-of-archive blocks; git may still be writing the record's padding after them.
+        # Closing the pipe now would kill it with SIGPIPE (a failure with nothing on stderr), so read to the end.
+        while proc.stdout.read(1 << 16):
+            pass
     finally:
         proc.stdout.close()
         err = proc.stderr.read().decode(errors="replace")
         proc.stderr.close()
         code = proc.wait()
     if code != 0:
-        raise LabError(f"git archive {tree[:20]} in {clone} failed: {(err.strip().splitlines() or ['?'])[-1]}")
+        why = (err.strip().splitlines() or [f"killed by signal {-code}" if code < 0 else f"exit status {code}"])[-1]
+        raise LabError(f"git archive {tree[:20]} in {clone} failed: {why}")
     return dest
