@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 from collections import Counter
 
+from ..compiler.ptx import kernel_ptx, launch_bounds  # noqa: F401  (re-exported: sass.kernel_ptx, ...)
 from ..errors import ToolMissingError
 from ..tools import find_tool  # noqa: F401  (re-exported: sass.find_tool)
 
@@ -240,41 +241,3 @@ def spill_instructions(instructions: list[Instruction]) -> list[Instruction]:
 def lines_with(instructions: list[Instruction], category: str) -> list[int]:
     """Source lines (sorted, unique) whose code contains ``category`` (e.g. ``"STL"``): where to look."""
     return sorted({source_line_of(i) for i in instructions if _category(i) == category and source_line_of(i)})
-
-
-def kernel_ptx(ptx: str | None, symbol: str) -> str | None:
-    """The ``.entry symbol`` block of a module's PTX (from ``.entry`` to its closing brace)."""
-    if not ptx:
-        return None
-    start = re.search(rf"^\.(?:visible|weak)?\s*\.entry\s+{re.escape(symbol)}\s*\(", ptx, re.M)
-    if not start:
-        start = re.search(rf"\.entry\s+{re.escape(symbol)}\s*\(", ptx)
-    if not start:
-        return None
-    depth, i, opened = 0, start.start(), False
-    while i < len(ptx):
-        ch = ptx[i]
-        if ch == "{":
-            depth += 1
-            opened = True
-        elif ch == "}":
-            depth -= 1
-            if opened and depth == 0:
-                return ptx[start.start():i + 1]
-        i += 1
-    return ptx[start.start():]
-
-
-def launch_bounds(ptx: str | None, symbol: str) -> int | None:
-    """Threads per block the kernel declared with ``__launch_bounds__`` (PTX ``.maxntid``), if any."""
-    body = kernel_ptx(ptx, symbol)
-    if not body:
-        return None
-    m = re.search(r"\.maxntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?", body)
-    if not m:
-        return None
-    n = 1
-    for g in m.groups():
-        if g:
-            n *= int(g)
-    return n

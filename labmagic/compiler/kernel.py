@@ -44,6 +44,7 @@ from .fast_check import (
     bfloat16_scalar,
     compile_fast_check,
 )
+from .ptx import cluster_dims
 from .resources import Resources
 from .signature import KernelDecl, Param, parse_kernels
 
@@ -163,14 +164,6 @@ def _dims(value) -> tuple | None:
 _NOT_SEEN = (object(), None)
 
 
-def cluster_dims(ptx: str | None, symbol: str) -> tuple[int, int, int] | None:
-    """The thread-block cluster shape fixed at compile time (``__cluster_dims__``, PTX ``.reqnctapercluster``)
-    of the kernel ``symbol``, or None: a launch's grid must be a whole number of such clusters."""
-    m = ptx and re.search(rf"\.entry\s+{re.escape(symbol)}\s*\([^{{]*?\.reqnctapercluster\s+(\d+)\s*,\s*(\d+)\s*,"
-                          r"\s*(\d+)", ptx)
-    return tuple(int(g) for g in m.groups()) if m else None
-
-
 class CudaKernel:
     """One ``__global__`` entry point of a compiled cell."""
 
@@ -191,8 +184,12 @@ class CudaKernel:
         #: The largest dynamic shared memory the loaded function is known to allow (48 KiB without asking).
         self._smem_ok = 48 * 1024
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
-        #: ``__cluster_dims__`` as (x, y, z), or None.
-        self.cluster = cluster_dims(module.result.ptx, symbol)
+
+    @functools.cached_property
+    def cluster(self) -> tuple[int, int, int] | None:
+        """``__cluster_dims__`` as (x, y, z), or None. Read from the PTX on the first launch, not at compile: a
+        regex over a large module's PTX costs about 0.3 ms a kernel, which a re-run cached cell should not pay."""
+        return cluster_dims(self.module.result.ptx, self.symbol)
 
     @property
     def resources(self) -> Resources | None:
