@@ -1,0 +1,95 @@
+"""labmagic.tensor_map: the checks that turn the driver's bare CUDA_ERROR_INVALID_VALUE into a rule, and (on a GPU)
+a real TMA copy through a map it encoded."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import labmagic
+from labmagic.errors import ArgumentError, NoGPUError
+from labmagic.tensor_map import check_box, tensor_map_2d
+
+needs_gpu = pytest.mark.skipif(not labmagic.has_gpu(), reason="encodes and uses a tensor map: needs a CUDA GPU")
+
+
+@pytest.mark.parametrize("shape, size, box, swizzle, rule", [
+    ((64, 64), 2, (64, 64), 48, "swizzles 0, 32, 64 or 128"),
+    ((64, 64), 2, (0, 64), 128, "1 to 256 elements"),
+    ((64, 64), 2, (300, 64), 128, "1 to 256 elements"),
+    ((64, 17), 2, (64, 8), 0, "not a multiple of 16 bytes"),
+    ((64, 64), 2, (64, 4), 0, "inner side (8 B) must be a multiple of 16"),
+    ((64, 256), 2, (64, 128), 128, "at most 128 bytes, not 256"),
+])
+def test_check_box_names_the_rule_broken(shape, size, box, swizzle, rule):
+    with pytest.raises(ArgumentError, match=rule.replace("(", r"\(").replace(")", r"\)")):
+        check_box(shape, size, box, swizzle)
+
+
+def test_check_box_accepts_the_chapter_boxes():
+    for rows, cols, box in [(4096, 4096, (128, 64)), (31, 32, (256, 64)), (1, 8, (128, 64))]:
+        check_box((rows, cols), 2, box, 128)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: [[1.0]], "needs a torch tensor, got list"),
+    (lambda: torch.zeros(2, 8, 8, dtype=torch.bfloat16), "needs a 2-D tensor, got 3-D"),
+    (lambda: torch.zeros(8, 8, dtype=torch.float64), "no TMA data type for float64"),
+    (lambda: torch.zeros(16, 8, dtype=torch.bfloat16).t(), "rows of contiguous elements"),
+])
+def test_tensor_map_refuses_what_tma_cannot_describe(make, message):
+    with pytest.raises(ArgumentError, match=message):
+        tensor_map_2d(make(), box=(8, 8), swizzle=0)
+
+
+@pytest.mark.skipif(labmagic.has_gpu(), reason="checks the message on a machine without a GPU")
+def test_tensor_map_without_a_gpu_says_so():
+    with pytest.raises(NoGPUError, match="needs a CUDA GPU"):
+        tensor_map_2d(torch.zeros(64, 64, dtype=torch.bfloat16), box=(64, 64), swizzle=128)
+
+
+TMA_COPY = r"""
+typedef unsigned long long u64;
+// Copy box (row0, col0) of a 2-D bf16 tensor through shared memory with TMA, unswizzled, into out (box-shaped).
+extern "C" __global__ void tma_box(const void* map, short* out, int row0, int col0, int rows, int cols) {
+    __shared__ __align__(128) short tile[64 * 64];
+    __shared__ __align__(8) u64 bar;
+    const unsigned b = (unsigned)__cvta_generic_to_shared(&bar), t = (unsigned)__cvta_generic_to_shared(tile);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(rows * cols * 2) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                     :: "r"(t), "l"(map), "r"(b), "r"(col0), "r"(row0) : "memory");
+    }
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(b) : "memory");
+    for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) out[i] = tile[i];
+}
+"""
+
+
+@needs_gpu
+def test_a_tma_copy_through_the_map_reads_the_box_and_zero_fills_past_the_edge():
+    kernel = labmagic.compile_cuda(TMA_COPY, arch="sm_90a").kernels["tma_box"]
+    x = torch.randn(100, 72, device="cuda").to(torch.bfloat16)
+    for row0, col0 in [(0, 0), (37, 16), (80, 40)]:  # the last box reaches past both edges
+        out = torch.full((32, 32), float("nan"), dtype=torch.bfloat16, device="cuda")
+        kernel(tensor_map_2d(x, box=(32, 32), swizzle=0), out.view(torch.int16), row0, col0, 32, 32, grid=1, block=128)
+        torch.cuda.synchronize()
+        expect = torch.zeros(32, 32, dtype=torch.bfloat16, device="cuda")
+        part = x[row0:row0 + 32, col0:col0 + 32]
+        expect[:part.shape[0], :part.shape[1]] = part
+        assert torch.equal(out, expect), (row0, col0)
+
+
+@needs_gpu
+def test_maps_are_cached_by_what_they_encode():
+    x = torch.zeros(256, 128, dtype=torch.bfloat16, device="cuda")
+    assert tensor_map_2d(x, (128, 64)) is tensor_map_2d(x, (128, 64))
+    assert tensor_map_2d(x, (128, 64)) is not tensor_map_2d(x, (64, 64))
