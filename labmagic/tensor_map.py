@@ -29,6 +29,8 @@ SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
 #: torch dtype name -> the driver's CUtensorMapDataType name.
 DTYPES = {"bfloat16": "BFLOAT16", "float16": "FLOAT16", "float32": "FLOAT32", "int8": "UINT8", "uint8": "UINT8"}
 _CACHE_LIMIT = 4096
+#: Maps made during graph capture, with their pinned sources: a captured copy reads its source at every replay.
+_CAPTURED: list = []
 
 
 def check_box(shape: tuple[int, int], element_size: int, box: tuple[int, int], swizzle: int) -> None:
@@ -79,8 +81,9 @@ def tensor_map_2d(tensor, box: tuple[int, int], swizzle: int = 128):
     pitch = tensor.stride(0) * tensor.element_size()
     check_box((rows, tensor.stride(0)), tensor.element_size(), tuple(box), swizzle)
     key = (tensor.data_ptr(), dtype, rows, cols, pitch, tuple(box), swizzle, tensor.device.index or 0)
-    if torch.cuda.is_current_stream_capturing():  # the copy runs at replay: keep it out of the cache
-        return _encoded.__wrapped__(*key)[0]
+    if torch.cuda.is_current_stream_capturing():  # the copy runs at replay: keep it out of the cache ...
+        _CAPTURED.append(_encoded.__wrapped__(*key))  # ... and its pinned source alive for every replay
+        return _CAPTURED[-1][0]
     return _encoded(*key)[0]
 
 

@@ -110,6 +110,9 @@ def test_a_miss_during_graph_capture_is_captured_not_an_error():
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         m = tensor_map_2d(x, (16, 16), swizzle=32)
+    # The captured copy reads its pinned source at every replay: reuse of freed pinned memory must not reach it.
+    for _ in range(64):
+        torch.full((128,), 0xFF, dtype=torch.uint8).pin_memory()
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(m, tensor_map_2d(x, (16, 16), swizzle=32))  # replayed: the same bytes as an eager map
