@@ -1,0 +1,108 @@
+"""Two claims of chapter 06 that its %bench run does not measure, checked with the chapter's own code.
+
+- **The peer arrive.** Rung 5 (``wgmma_cluster``) arrives on its peer block's ``empty`` barrier with the default
+  semantics (release at CTA scope). The chapter says a ``.release.cluster`` arrive compiles to a GPU-wide fence
+  (``MEMBAR``) in the consumers' loop and costs throughput. This script compiles the chapter's Hopper cell as it is
+  and with that one qualifier changed, counts ``MEMBAR`` in each kernel's SASS (no GPU needed), and on a GPU checks
+  both on an odd shape and times them at 4096^3 and 8192^3 next to rung 4 and cuBLAS.
+- **The tensor-map cache.** At 512^3 ``%bench`` rotates ~120 input sets (two maps each); with the cache as
+  committed every map stays cached, so the TMA rungs time as kernels, not as map encodes. Timed here with
+  ``%bench``'s timer over as many input sets as ``%bench`` would use.
+
+It replays ``book/06_tensor_core_gemm.ipynb`` up to its ``%bench`` cell (``labmagic.child.replay.load_chapter``,
+size "quick") and uses the chapter's launchers, inputs and check. Writes ``results/<gpu>/wgmma_checks.csv``.
+
+    python benchmarks/wgmma_checks.py
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_ARRIVE = "mbarrier.arrive.shared::cluster.b64"
+CLUSTER_ARRIVE = "mbarrier.arrive.release.cluster.shared::cluster.b64"
+CLUSTER_KERNEL = "wgmma_cluster<4, 16>"
+
+
+def hopper_variants():
+    """The chapter's Hopper cell compiled as it is and with the peer arrive at cluster scope."""
+    from labmagic.analysis.sass import disassemble
+    from labmagic.child.replay import code_cell
+    from labmagic.compiler.kernel import compile_module
+
+    cell = code_cell("06_tensor_core_gemm", "wgmma_cluster")
+    source = cell.split("\n", 1)[1]  # without the %%cuda_kernel line
+    assert source.count(DEFAULT_ARRIVE) == 1, "the cell's peer arrive is not where this script expects it"
+    out = {}
+    for name, text in (("default", source), ("release.cluster", source.replace(DEFAULT_ARRIVE, CLUSTER_ARRIVE))):
+        module = compile_module(text, arch="sm_90a", name_expressions=[CLUSTER_KERNEL])
+        kernel = module.kernels[CLUSTER_KERNEL]
+        sass = disassemble(module.result.cubin)[kernel.symbol]
+        membars = [i.opcode for i in sass if i.base == "MEMBAR"]
+        out[name] = (kernel, membars)
+    return out
+
+
+def main() -> None:
+    import torch
+
+    import labmagic
+    from labmagic.benchmark.runner import auto_input_sets
+    from labmagic.child.replay import load_chapter
+    from labmagic.paths import results_dir
+    from labmagic.timing import CudaTimer
+
+    variants = hopper_variants()
+    for name, (_, membars) in variants.items():
+        counts = ", ".join(f"{n} {op}" for op, n in sorted(Counter(membars).items()))
+        print(f"{CLUSTER_KERNEL}, peer arrive {name}: {len(membars)} MEMBAR in SASS ({counts})")
+    if not labmagic.has_gpu():
+        print("no GPU: the timings need one")
+        return
+    ns = load_chapter("06_tensor_core_gemm", parameters={"size": "quick"})
+    timer = CudaTimer()
+    rows = []
+
+    def timed(label, fn, shape, sets):
+        inputs = [ns["make_inputs"](*shape) for _ in range(sets)]
+        t = timer.time(fn, inputs, set_bytes=2 * (shape[0] * shape[2] + shape[1] * shape[2] + shape[0] * shape[1]))
+        tflops = 2 * shape[0] * shape[1] * shape[2] / t.median_ms / 1e9
+        rows.append({"check": label, "shape": "x".join(map(str, shape)), "input_sets": sets, "median_us":
+                     f"{t.median_ms * 1e3:.2f}", "tflops": f"{tflops:.1f}", "timer": t.method})
+        print(f"{label:<44} {rows[-1]['shape']:<15} sets {sets:<4} {rows[-1]['median_us']:>9} us "
+              f"{rows[-1]['tflops']:>7} TFLOP/s  ({t.method})", flush=True)
+
+    original = ns["wgmma_cluster_4_16"]
+    for name, (kernel, _) in variants.items():
+        ns["wgmma_cluster_4_16"] = kernel  # the chapter's launcher looks the kernel up in its namespace per call
+        for i, shape in enumerate([(257, 385, 4104), (1000, 1000, 1000)]):
+            ns["check"](ns["cuda_wgmma_cluster"], *shape, seed=11 + i)  # raises on a mismatch
+        print(f"peer arrive {name}: checks pass", flush=True)
+    for n in (4096, 8192):
+        shape = (n, n, n)
+        timed("torch (cuBLAS)", ns["torch_cublas"], shape, 1)
+        timed("cuda_wgmma_ws", ns["cuda_wgmma_ws"], shape, 1)
+        for name, (kernel, membars) in variants.items():
+            ns["wgmma_cluster_4_16"] = kernel
+            timed(f"cuda_wgmma_cluster, peer arrive {name} ({len(membars)} MEMBAR)", ns["cuda_wgmma_cluster"], shape, 1)
+    ns["wgmma_cluster_4_16"] = original
+    shape = (512, 512, 512)
+    sets = auto_input_sets(2 * 3 * 512 * 512, timer.l2_bytes(), torch.cuda.mem_get_info()[0] // 4)
+    for name in ("cuda_wgmma_tma", "cuda_wgmma_ws", "torch_cublas"):
+        timed(f"{name}, %bench's input-set rotation", ns[name], shape, sets)
+    out = results_dir() / "wgmma_checks.csv"
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
