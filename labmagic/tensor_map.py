@@ -12,7 +12,7 @@ encode (address, shape, pitch, box, swizzle): a launcher calls :func:`tensor_map
 dict lookup. A map names an address, not a tensor: the cache holds no tensor alive, and a new tensor at the same
 address with the same shape is described by the same bytes. The cache is large (4096 maps, 2 MB of GPU memory):
 ``%bench`` rotates up to 256 input sets to keep the L2 cold, two or three maps each, and a cache smaller than
-that misses on every call (chapter 06's first H200 run timed 94-117 us for 7 us kernels at 512^3 that way).
+that misses on every call (chapter 06's first H200 run timed 94-117 us at 512^3 that way, for kernels of 13 us).
 The copy to the GPU goes from pinned memory without blocking, so a map made inside CUDA graph capture is
 captured as a copy instead of failing the capture; such a map holds its bytes only once the graph replays, so it is
 not cached.
