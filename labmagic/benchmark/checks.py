@@ -13,7 +13,8 @@ unforgiving:
 - an output on the host when the reference's is on the GPU never passes (:func:`placement_problem`).
 
 Outputs may be torch tensors, CuPy arrays or JAX arrays; they are converted to torch through DLPack,
-which shares memory instead of copying.
+which shares memory instead of copying. A variant with several outputs (attention's ``(O, lse)``) returns a tuple
+or list: each part is compared with the reference's part under the same rules, and a mismatch names the part.
 """
 
 from __future__ import annotations
@@ -84,7 +85,27 @@ def placement_problem(out_device, ref_device) -> str:
 
 
 def compare(out, ref, rtol: float, atol: float) -> CheckResult:
-    """Check ``out`` against ``ref`` under the module's rules; never raises for a wrong output."""
+    """Check ``out`` against ``ref`` under the module's rules; never raises for a wrong output. Tuples (and lists)
+    are compared part by part: the worst errors are kept, and the first failing part is named in the reason."""
+    if isinstance(ref, (tuple, list)):
+        return _compare_parts(out, ref, rtol, atol)
+    return _compare_one(out, ref, rtol, atol)
+
+
+def _compare_parts(out, ref, rtol: float, atol: float) -> CheckResult:
+    if not isinstance(out, (tuple, list)) or len(out) != len(ref):
+        got = f"{len(out)} parts" if isinstance(out, (tuple, list)) else f"one {type(out).__name__}"
+        return CheckResult(False, reason=f"the reference returns {len(ref)} outputs, the variant {got}")
+    worst_abs = worst_rel = 0.0
+    for i, (o, r) in enumerate(zip(out, ref)):
+        part = _compare_one(o, r, rtol, atol)
+        if not part:
+            return CheckResult(False, part.max_abs_err, part.max_rel_err, f"output[{i}]: {part.reason}")
+        worst_abs, worst_rel = max(worst_abs, part.max_abs_err), max(worst_rel, part.max_rel_err)
+    return CheckResult(True, worst_abs, worst_rel)
+
+
+def _compare_one(out, ref, rtol: float, atol: float) -> CheckResult:
     import torch
 
     try:

@@ -74,6 +74,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def _out_nbytes(out) -> int:
+    if isinstance(out, (tuple, list)):
+        return sum(_out_nbytes(part) for part in out)
     try:
         t = checks.to_torch(out)
         return t.numel() * t.element_size()

@@ -481,3 +481,15 @@ def test_rows_carry_the_medians_interval_and_vs_ref_marks_a_tie():
     assert any(x.startswith("torch_copy") and "1.01x ≈" in x for x in tie.splitlines())
     assert not any(x.startswith("torch_copy") and "≈" in x for x in apart.splitlines())
     assert "95% CI ms" in tie.splitlines()[3]
+
+
+def test_tuple_outputs_are_compared_part_by_part_and_a_failing_part_is_named():
+    # attention returns (O, lse): both parts are checked under the same rules.
+    o, lse = torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.5, 0.25])
+    assert checks.compare((o.clone(), lse.clone()), (o, lse), 1e-4, 1e-5)
+    bad = checks.compare((o.clone(), torch.tensor([0.5, float("nan")])), (o, lse), 1e-4, 1e-5)
+    assert not bad and bad.reason.startswith("output[1]: ") and "NaN" in bad.reason
+    assert "2 outputs" in checks.compare(o.clone(), (o, lse), 1e-4, 1e-5).reason
+    assert "3 parts" in checks.compare((o, lse, lse), (o, lse), 1e-4, 1e-5).reason
+    worst = checks.compare((o + 1e-3, lse.clone()), (o, lse), 1e-2, 1e-2)
+    assert worst and worst.max_abs_err == pytest.approx(1e-3, rel=1e-3)
