@@ -39,7 +39,9 @@ METRICS = {  # ncu metric -> CSV column
     "lts__t_sector_hit_rate.pct": "l2_hit_pct",
 }
 UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,  # -> microseconds
-         "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}     # -> megabytes
+         "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6,
+         "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3,      # -> megabytes
+         "B": 1e-6, "KB": 1e-3, "MB": 1.0, "GB": 1e3}
 
 
 def variant(name):
