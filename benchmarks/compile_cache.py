@@ -10,7 +10,6 @@ lookup, bind, display), and writes ``results/<gpu>/compile_cache.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -38,6 +37,7 @@ def main(argv=None) -> int:
     from labmagic import runtime
     from labmagic.compiler import nvrtc
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
 
     ip = start_ipython()
     ip.run_line_magic("load_ext", "labmagic")
@@ -58,12 +58,7 @@ def main(argv=None) -> int:
             "cold_compile_ms": f"{cold_ms:.1f}", "cache_hit_ms_median": f"{statistics.median(hits):.2f}",
             "cache_hit_ms_max": f"{max(hits):.2f}", "repeats": args.repeats,
         })
-    out = results_dir() / "compile_cache.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    out = write_table(rows, results_dir() / "compile_cache.csv")
     sys.stdout.write(f"\n{'kernel':<22}{'cold ms':>10}{'hit ms (median)':>18}{'hit ms (max)':>15}\n")
     for r in rows:
         sys.stdout.write(f"{r['kernel']:<22}{r['cold_compile_ms']:>10}{r['cache_hit_ms_median']:>18}{r['cache_hit_ms_max']:>15}\n")

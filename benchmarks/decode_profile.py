@@ -129,6 +129,7 @@ def main() -> None:
         run(sys.argv[2])
         return
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
 
     rows = [row for name in VARIANTS for row in profile(name)]
     kv_mb = 2 * B * H * SK * D * 2 / 1e6
@@ -141,12 +142,7 @@ def main() -> None:
             print(f"    {r['kernel'][:70]:<70} {r['duration_us']:>8} us  grid {r['grid']:>6} x {r['block']:<4} "
                   f"occupancy {r['achieved_occupancy_pct']}%  DRAM {r['dram_read_mb']} MB read, "
                   f"{r['dram_throughput_pct']}% of peak  L2 hit {r['l2_hit_pct']}%")
-    out = results_dir() / "decode_profile.csv"
-    with out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {out}")
+    print(f"wrote {write_table(rows, results_dir() / 'decode_profile.csv')}")
 
 
 if __name__ == "__main__":

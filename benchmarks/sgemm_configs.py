@@ -13,7 +13,6 @@ with NVRTC, drops any that spill or fail the odd-shape check, times each against
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import os
 import statistics
@@ -104,6 +103,7 @@ def main() -> None:
 
     from labmagic.compiler import kernel
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
 
     torch.backends.cuda.matmul.allow_tf32 = False
     source = template_source()
@@ -228,12 +228,7 @@ def main() -> None:
             out[f"tflops_{n}"] = round(2 * n**3 / o / 1e9, 2)
         final.append(out)
         print(out, flush=True)
-    path = results_dir() / "sgemm_configs.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(final[0]))
-        w.writeheader()
-        w.writerows(final)
+    path = write_table(final, results_dir() / "sgemm_configs.csv")
     print("wrote", path, f"in {time.perf_counter() - start:.0f} s")
 
 

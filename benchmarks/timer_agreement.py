@@ -181,14 +181,6 @@ def child(kernel: str, log2: int) -> None:
     torch.cuda.profiler.stop()
 
 
-def write_table(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="24,25,26,27,28", help="log2 sizes (default 24..28)")
@@ -204,6 +196,7 @@ def main(argv=None) -> int:
     import labmagic
     from labmagic.benchmark import provenance
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
 
     cases = plan([int(s) for s in args.sizes.split(",")])
     out = Path(args.out) if args.out else results_dir() / "timer_agreement.csv"

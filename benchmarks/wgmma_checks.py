@@ -17,7 +17,6 @@ size "quick") and uses the chapter's launchers, inputs and check. Writes ``resul
 
 from __future__ import annotations
 
-import csv
 import sys
 from collections import Counter
 from pathlib import Path
@@ -56,6 +55,7 @@ def main() -> None:
     from labmagic.benchmark.runner import auto_input_sets
     from labmagic.child.replay import load_chapter
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
     from labmagic.timing import CudaTimer
 
     variants = hopper_variants()
@@ -96,12 +96,7 @@ def main() -> None:
     sets = auto_input_sets(2 * 3 * 512 * 512, timer.l2_bytes(), torch.cuda.mem_get_info()[0] // 4)
     for name in ("cuda_wgmma_tma", "cuda_wgmma_ws", "torch_cublas"):
         timed(f"{name}, %bench's input-set rotation", ns[name], shape, sets)
-    out = results_dir() / "wgmma_checks.csv"
-    with out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {out}")
+    print(f"wrote {write_table(rows, results_dir() / 'wgmma_checks.csv')}")
 
 
 if __name__ == "__main__":
