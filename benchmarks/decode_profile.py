@@ -1,16 +1,17 @@
 """Chapter 07's decode at batch 1 under Nsight Compute: ``cuda_decode`` against SDPA's cuDNN and flash backends.
 
-In the chapter's ``%bench`` run (commit 0cc87c0) ``cuda_decode`` reads the KV cache at cuDNN's rate once 16 or more
-sequences fill the GPU, but at one sequence of 32k tokens (16 heads of 128, bf16) it reaches 3,222 GB/s against
-cuDNN's 3,843 and the flash backend's 3,305. This script profiles one call of each variant at that shape: every
-kernel the call launches, with Nsight Compute's defaults (caches flushed before each kernel, clocks locked to
-base), and writes per-kernel duration, grid, occupancy, DRAM bytes and throughput to
+At one sequence of 32k tokens (16 heads of 128, bf16) the chapter's ``%bench`` run at 0cc87c0 had ``cuda_decode`` at
+3,222 GB/s against cuDNN's 3,843 and the flash backend's 3,305, and this script found why: a merge kernel of 31.5 us
+(one block a head walking 128 splits) where cuDNN's took 4.1. This script profiles one call of each variant at that
+shape: every kernel the call launches, with Nsight Compute's defaults (caches flushed before each kernel, clocks
+locked to base), and writes per-kernel duration, grid, occupancy and DRAM traffic to
 ``results/<gpu>/decode_profile.csv``.
 
-It compiles the chapter's decode cell as committed (``labmagic.child.replay.code_cell``) and launches it with the
-chapter's split rule; the SDPA backends are called through the same aten operators as the chapter's references.
-Each variant is profiled in its own process (``ncu ... decode_profile.py --run VARIANT``), warmed up first and
-captured between ``cudaProfilerStart`` and ``cudaProfilerStop``.
+``cuda_decode`` is the chapter's own: its decode cell compiled as committed and its launcher cell executed
+(``labmagic.child.replay.code_cell``), so the split rule and the kernel are the chapter's. The SDPA backends are
+called through the same aten operators as the chapter's references. Each variant is profiled in its own process
+(``ncu ... decode_profile.py --run VARIANT``), warmed up first and captured between ``cudaProfilerStart`` and
+``cudaProfilerStop``.
 
     python benchmarks/decode_profile.py
 """
@@ -53,30 +54,27 @@ def variant(name):
         return lambda q, k, v: aten._scaled_dot_product_cudnn_attention(q, k, v, None, True, 0.0, False, False)[:2]
     if name == "sdpa_flash":
         return lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, False, False)[:2]
+    import torch.nn.functional as F
+    import triton
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import labmagic
     from labmagic.child.replay import code_cell
     from labmagic.compiler.kernel import compile_module
+    from labmagic.occupancy import occupancy
+    from labmagic.tensor_map import tensor_map_2d
 
-    source = code_cell("07_attention", "%%cuda_kernel --as decode_module").split("\n", 1)[1]  # without the magic
-    split = f"flash_decode<__nv_bfloat16, {D}, 4, 4>"
-    combine = f"flash_decode_combine<__nv_bfloat16, {D}>"
-    module = compile_module(source, name_expressions=[split, combine])
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-
-    def cuda_decode(q, k, v):  # the chapter's launcher, for bf16 and one query row
-        bh, sk = q.shape[0] * q.shape[1], k.shape[2]
-        splits = max(1, min(-(-sk // 256), -(-16 * sms // bh)))
-        chunk = -(-sk // splits)
-        splits = -(-sk // chunk)
-        n = bh * splits
-        part = torch.empty(n * (D + 2), dtype=torch.float32, device=q.device)
-        o = torch.empty_like(q)
-        lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-        module[split](q, k, v, part[:n * D], part[n * D:n * (D + 1)], part[n * (D + 1):], sk, chunk,
-                      1.4426950408889634 * D ** -0.5, grid=(splits, bh), block=128)
-        module[combine](part[:n * D], part[n * D:n * (D + 1)], part[n * (D + 1):], o, lse, splits, grid=bh, block=D)
-        return o, lse
-
-    return cuda_decode
+    cell = code_cell("07_attention", "%%cuda_kernel --as decode_module")
+    magic, source = cell.split("\n", 1)
+    names = [n.strip("'") for n in magic.split(" -n ")[1:]]
+    chapter = {  # what the launcher cell needs from the chapter's first cells
+        "torch": torch, "F": F, "SDPBackend": SDPBackend, "sdpa_kernel": sdpa_kernel, "triton": triton,
+        "labmagic": labmagic, "tensor_map_2d": tensor_map_2d, "occupancy": occupancy, "GPU": True,
+        "SMS": torch.cuda.get_device_properties(0).multi_processor_count,
+        "decode_module": compile_module(source, name_expressions=names, first_line=2),
+    }
+    exec(code_cell("07_attention", "def cuda_decode("), chapter)
+    return chapter["cuda_decode"]
 
 
 def run(name: str) -> None:
