@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,8 @@ def variant(name):
 
     cell = code_cell("07_attention", "%%cuda_kernel --as decode_module")
     magic, source = cell.split("\n", 1)
-    names = [n.strip("'") for n in magic.split(" -n ")[1:]]
+    words = shlex.split(magic)  # the magic's own quoting: -n 'flash_decode<__nv_bfloat16, 128, 4, 8>'
+    names = [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-n", "--name-expr")]
     chapter = {  # what the launcher cell needs from the chapter's first cells
         "torch": torch, "F": F, "SDPBackend": SDPBackend, "sdpa_kernel": sdpa_kernel, "triton": triton,
         "labmagic": labmagic, "tensor_map_2d": tensor_map_2d, "occupancy": occupancy, "GPU": True,
