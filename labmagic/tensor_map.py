@@ -15,12 +15,15 @@ address with the same shape is described by the same bytes. The cache is large (
 that misses on every call (chapter 06's first H200 run timed 94-117 us at 512^3 that way, for kernels of 13 us).
 The copy to the GPU goes from pinned memory without blocking, so a map made inside CUDA graph capture is
 captured as a copy instead of failing the capture; such a map holds its bytes only once the graph replays, so it is
-not cached.
+not cached. A map already cached when a graph is captured is used as it is: the graph gets no copy node (which would
+add a transfer to every replay, and ``%bench``'s graph timer would count it as the kernel's time: 13-17 us decode
+calls on the H200 timed ~2 us slower that way), and the map is kept alive for the graph's sake even if the cache
+later drops it.
 """
 
 from __future__ import annotations
 
-import functools
+import collections
 
 from .errors import ArgumentError, NoGPUError
 
@@ -29,7 +32,10 @@ SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
 #: torch dtype name -> the driver's CUtensorMapDataType name.
 DTYPES = {"bfloat16": "BFLOAT16", "float16": "FLOAT16", "float32": "FLOAT32", "int8": "UINT8", "uint8": "UINT8"}
 _CACHE_LIMIT = 4096
-#: Maps made during graph capture, with their pinned sources: a captured copy reads its source at every replay.
+#: (address, dtype, rows, cols, pitch, box, swizzle, device) -> (map on the GPU, its pinned source), oldest first.
+_CACHE: collections.OrderedDict = collections.OrderedDict()
+#: Maps a captured graph reads, with their pinned sources: a captured copy reads its source at every replay, and a
+#: cached map must outlive its eviction from the cache while a graph still launches kernels that read it.
 _CAPTURED: list = []
 
 
@@ -81,14 +87,28 @@ def tensor_map_2d(tensor, box: tuple[int, int], swizzle: int = 128):
     pitch = tensor.stride(0) * tensor.element_size()
     check_box((rows, tensor.stride(0)), tensor.element_size(), tuple(box), swizzle)
     key = (tensor.data_ptr(), dtype, rows, cols, pitch, tuple(box), swizzle, tensor.device.index or 0)
-    if torch.cuda.is_current_stream_capturing():  # the copy runs at replay: keep it out of the cache ...
-        _CAPTURED.append(_encoded.__wrapped__(*key))  # ... and its pinned source alive for every replay
+    return _cached(key, torch.cuda.is_current_stream_capturing())
+
+
+def _cached(key: tuple, capturing: bool):
+    """The map on the GPU for ``key``: from the cache (least recently used out past ``_CACHE_LIMIT``), else
+    encoded, and cached unless a graph is being captured."""
+    entry = _CACHE.get(key)
+    if entry is not None:
+        _CACHE.move_to_end(key)
+        if capturing:  # the graph reads this map at every replay: keep it alive past any eviction
+            _CAPTURED.append(entry)
+        return entry[0]
+    if capturing:  # made now, its copy runs at replay: keep it out of the cache, and its pinned source alive
+        _CAPTURED.append(_encode(*key))
         return _CAPTURED[-1][0]
-    return _encoded(*key)[0]
+    entry = _CACHE[key] = _encode(*key)
+    if len(_CACHE) > _CACHE_LIMIT:
+        _CACHE.popitem(last=False)
+    return entry[0]
 
 
-@functools.lru_cache(maxsize=_CACHE_LIMIT)
-def _encoded(address: int, dtype: str, rows: int, cols: int, pitch: int, box: tuple[int, int], swizzle: int,
+def _encode(address: int, dtype: str, rows: int, cols: int, pitch: int, box: tuple[int, int], swizzle: int,
              device: int):
     import numpy as np
     import torch

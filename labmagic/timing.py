@@ -351,8 +351,8 @@ class CudaTimer:
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # capture needs a warm-up on a side stream
-                for i in range(3):
+            with torch.cuda.stream(side):  # capture needs a warm-up on a side stream; every input set once, so
+                for i in range(max(3, k)):  # that what a call caches (a TMA kernel's maps) is not made in the graph
                     fn(*input_sets[i % k])
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import labmagic
+from labmagic import tensor_map
 from labmagic.errors import ArgumentError, NoGPUError
 from labmagic.tensor_map import check_box, tensor_map_2d
 
@@ -117,3 +118,55 @@ def test_a_miss_during_graph_capture_is_captured_not_an_error():
     torch.cuda.synchronize()
     assert torch.equal(m, tensor_map_2d(x, (16, 16), swizzle=32))  # replayed: the same bytes as an eager map
     assert m is not tensor_map_2d(x, (16, 16), swizzle=32)  # and the captured one was not cached
+
+
+@pytest.fixture
+def counted_encodes(monkeypatch):
+    """The cache around a counting stand-in for the driver's encode (no GPU here): which keys were encoded."""
+    encoded = []
+
+    def encode(*key):
+        encoded.append(key)
+        return object(), object()  # (map on the GPU, pinned source): only their identity matters here
+
+    monkeypatch.setattr(tensor_map, "_encode", encode)
+    monkeypatch.setattr(tensor_map, "_CACHE", type(tensor_map._CACHE)())
+    monkeypatch.setattr(tensor_map, "_CAPTURED", [])
+    return encoded
+
+
+def test_a_map_cached_before_graph_capture_is_reused_in_the_graph_and_kept_alive(counted_encodes):
+    key = (0x10000, "bfloat16", 64, 64, 128, (64, 64), 128, 0)
+    eager = tensor_map._cached(key, capturing=False)
+    assert tensor_map._cached(key, capturing=True) is eager  # no second encode, so no copy node in the graph
+    assert counted_encodes == [key]
+    assert any(entry[0] is eager for entry in tensor_map._CAPTURED)  # alive even if the cache drops it later
+
+
+def test_a_miss_during_capture_is_encoded_for_the_graph_only(counted_encodes):
+    key = (0x20000, "bfloat16", 64, 64, 128, (64, 64), 128, 0)
+    captured = tensor_map._cached(key, capturing=True)
+    assert key not in tensor_map._CACHE and tensor_map._CAPTURED[-1][0] is captured
+    assert tensor_map._cached(key, capturing=False) is not captured  # eager: encoded again, now cached
+    assert len(counted_encodes) == 2
+
+
+def test_the_cache_drops_the_least_recently_used_map_past_its_limit(counted_encodes, monkeypatch):
+    monkeypatch.setattr(tensor_map, "_CACHE_LIMIT", 3)
+    keys = [(0x1000 * i, "bfloat16", 8, 8, 16, (8, 8), 0, 0) for i in range(1, 5)]
+    for key in keys[:3]:
+        tensor_map._cached(key, capturing=False)
+    tensor_map._cached(keys[0], capturing=False)  # used again: now the newest
+    tensor_map._cached(keys[3], capturing=False)  # one too many: keys[1], the least recently used, goes
+    assert list(tensor_map._CACHE) == [keys[2], keys[0], keys[3]]
+    assert len(counted_encodes) == 4
+
+
+@needs_gpu
+def test_a_hit_during_graph_capture_uses_the_cached_map():
+    x = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
+    eager = tensor_map_2d(x, (16, 16), swizzle=32)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = tensor_map_2d(x, (16, 16), swizzle=32)
+    assert captured is eager
