@@ -16,14 +16,16 @@ that misses on every call (chapter 06's first H200 run timed 94-117 us at 512^3 
 The copy to the GPU goes from pinned memory without blocking, so a map made inside CUDA graph capture is
 captured as a copy instead of failing the capture; such a map holds its bytes only once the graph replays, so it is
 not cached. A map already cached when a graph is captured is used as it is: the graph gets no copy node (which would
-add a transfer to every replay, and ``%bench``'s graph timer would count it as the kernel's time: 13-17 us decode
-calls on the H200 timed ~2 us slower that way), and the map is kept alive for the graph's sake even if the cache
-later drops it.
+add a transfer to every replay, and ``%bench``'s graph timer would count it as the kernel's time: chapter 06's
+``wgmma`` decode kernel measured 9.0 us of fixed cost per call that way against 3.0 us without,
+``benchmarks/decode_overhead.py``), and the map is kept alive for the graph's sake even if the cache later drops it.
+The cache is shared by every thread that launches, under a lock.
 """
 
 from __future__ import annotations
 
 import collections
+import threading
 
 from .errors import ArgumentError, NoGPUError
 
@@ -37,6 +39,7 @@ _CACHE: collections.OrderedDict = collections.OrderedDict()
 #: Maps a captured graph reads, with their pinned sources: a captured copy reads its source at every replay, and a
 #: cached map must outlive its eviction from the cache while a graph still launches kernels that read it.
 _CAPTURED: list = []
+_LOCK = threading.Lock()
 
 
 def check_box(shape: tuple[int, int], element_size: int, box: tuple[int, int], swizzle: int) -> None:
@@ -93,23 +96,25 @@ def tensor_map_2d(tensor, box: tuple[int, int], swizzle: int = 128):
 def _cached(key: tuple, capturing: bool):
     """The map on the GPU for ``key``: from the cache (least recently used out past ``_CACHE_LIMIT``), else
     encoded, and cached unless a graph is being captured."""
-    entry = _CACHE.get(key)
-    if entry is not None:
-        _CACHE.move_to_end(key)
-        if capturing:  # the graph reads this map at every replay: keep it alive past any eviction
+    with _LOCK:
+        entry = _CACHE.get(key)
+        if entry is not None:
+            _CACHE.move_to_end(key)
+            if capturing:  # the graph reads this map at every replay: keep it alive past any eviction
+                _CAPTURED.append(entry)
+            return entry[0]
+        entry = _encode(*key)
+        if capturing:  # made now, its copy runs at replay: keep it out of the cache, and its pinned source alive
             _CAPTURED.append(entry)
+            return entry[0]
+        _CACHE[key] = entry
+        if len(_CACHE) > _CACHE_LIMIT:
+            _CACHE.popitem(last=False)
         return entry[0]
-    if capturing:  # made now, its copy runs at replay: keep it out of the cache, and its pinned source alive
-        _CAPTURED.append(_encode(*key))
-        return _CAPTURED[-1][0]
-    entry = _CACHE[key] = _encode(*key)
-    if len(_CACHE) > _CACHE_LIMIT:
-        _CACHE.popitem(last=False)
-    return entry[0]
 
 
 def _encode(address: int, dtype: str, rows: int, cols: int, pitch: int, box: tuple[int, int], swizzle: int,
-             device: int):
+            device: int):
     import numpy as np
     import torch
     from cuda.bindings import driver as cu
