@@ -38,9 +38,8 @@ def main() -> None:
     if not labmagic.has_gpu():
         print("no GPU: the timings need one")
         return
-    import torch
 
-    from labmagic.benchmark.runner import auto_input_sets
+    from labmagic.benchmark.runner import gpu_input_sets
     from labmagic.child.replay import load_chapter
     from labmagic.paths import results_dir
     from labmagic.store.table_csv import write_table
@@ -53,7 +52,7 @@ def main() -> None:
         us, nbytes = [], []
         for K in KS:
             set_bytes = 2 * (K + N * K + N)
-            sets = auto_input_sets(set_bytes, timer.l2_bytes(), torch.cuda.mem_get_info()[0] // 4)
+            sets = gpu_input_sets(set_bytes, timer)
             inputs = [ns["make_inputs"](1, N, K) for _ in range(sets)]
             t = timer.time(ns[name], inputs, set_bytes=set_bytes)
             us.append(t.median_ms * 1e3)

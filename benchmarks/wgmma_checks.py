@@ -49,10 +49,9 @@ def hopper_variants():
 
 
 def main() -> None:
-    import torch
 
     import labmagic
-    from labmagic.benchmark.runner import auto_input_sets
+    from labmagic.benchmark.runner import gpu_input_sets
     from labmagic.child.replay import load_chapter
     from labmagic.paths import results_dir
     from labmagic.store.table_csv import write_table
@@ -93,7 +92,7 @@ def main() -> None:
             timed(f"cuda_wgmma_cluster, peer arrive {name} ({len(membars)} MEMBAR)", ns["cuda_wgmma_cluster"], shape, 1)
     ns["wgmma_cluster_4_16"] = original
     shape = (512, 512, 512)
-    sets = auto_input_sets(2 * 3 * 512 * 512, timer.l2_bytes(), torch.cuda.mem_get_info()[0] // 4)
+    sets = gpu_input_sets(2 * 3 * 512 * 512, timer)
     for name in ("cuda_wgmma_tma", "cuda_wgmma_ws", "torch_cublas"):
         timed(f"{name}, %bench's input-set rotation", ns[name], shape, sets)
     print(f"wrote {write_table(rows, results_dir() / 'wgmma_checks.csv')}")

@@ -151,6 +151,15 @@ def auto_input_sets(set_bytes: int, l2_bytes: int, budget_bytes: int) -> int:
     return int(max(1, min(want, 256, budget_bytes // set_bytes)))
 
 
+def gpu_input_sets(set_bytes: int, timer) -> int:
+    """:func:`auto_input_sets` as ``%bench`` uses it on a GPU: against the timer's L2 and a quarter of the free
+    device memory."""
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    return auto_input_sets(set_bytes, timer.l2_bytes() if hasattr(timer, "l2_bytes") else 0, free // 4)
+
+
 def _device_of(inputs) -> str:
     for x in inputs:
         dev = getattr(x, "device", None)
@@ -383,13 +392,7 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
         set_bytes = _tensor_bytes(first)
         k = race.num_input_sets
         if k is None:
-            if _device_of(first) == "cuda":
-                import torch
-
-                free, _ = torch.cuda.mem_get_info()
-                k = auto_input_sets(set_bytes, timer.l2_bytes() if hasattr(timer, "l2_bytes") else 0, free // 4)
-            else:
-                k = 2
+            k = gpu_input_sets(set_bytes, timer) if _device_of(first) == "cuda" else 2
         input_sets = [first] + [race.make_inputs(*shape) for _ in range(max(1, k) - 1)]
     except Exception as exc:  # noqa: BLE001
         status = OOM if _is_oom(exc) else ERROR
