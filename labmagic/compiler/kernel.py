@@ -181,8 +181,10 @@ class CudaKernel:
         #: The direct launcher (labmagic.compiler.direct_launch), made on the first fast-checked launch; False where
         #: the arguments cannot be laid out for it (CuPy launches those).
         self._direct = None
-        #: The largest dynamic shared memory the loaded function is known to allow (48 KiB without asking).
-        self._smem_ok = 48 * 1024
+        #: The largest dynamic shared memory the loaded function is known to allow: without asking, 48 KiB less the
+        #: kernel's static shared memory (a block's static and dynamic bytes share the 48 KiB default).
+        res = self.resources
+        self._smem_ok = 48 * 1024 - (res.smem_static if res else 0)
         self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
 
     @functools.cached_property
@@ -355,6 +357,19 @@ class CudaKernel:
             raise ArgumentError(f"{where} needs a number, got {type(value).__name__} {value!r}")
         return ("val", _float_scalar(base, np_type, value, where))
 
+    def _loaded(self, smem: int):
+        """The CuPy function, loaded, allowed ``smem`` bytes of dynamic shared memory."""
+        function = self._function
+        if function is None:
+            function = self._function = self.module.function(self.symbol)
+            if self.cluster and math.prod(self.cluster) > 8:  # beyond the portable 8: the kernel must opt in
+                _allow_large_clusters(function, self.name)
+        if smem > self._smem_ok:
+            if function.max_dynamic_shared_size_bytes < smem:
+                function.max_dynamic_shared_size_bytes = smem
+            self._smem_ok = max(self._smem_ok, smem)
+        return function
+
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):
@@ -407,13 +422,7 @@ class CudaKernel:
         if not has_gpu():
             raise self._no_gpu()
         faults.check_context()
-        function = self._function
-        if function is None:
-            function = self._function = self.module.function(self.symbol)
-        if smem > 48 * 1024:
-            if function.max_dynamic_shared_size_bytes < smem:
-                function.max_dynamic_shared_size_bytes = smem
-            self._smem_ok = max(self._smem_ok, smem)
+        function = self._loaded(smem)
         cupy = _cupy()
         try:
             direct = self._direct if fast else None
@@ -474,6 +483,19 @@ def _cupy():
     except ImportError as exc:  # pragma: no cover - GPU machines install it with the gpu extra
         raise NoGPUError("launching needs CuPy: pip install 'labmagic[gpu-cu13]' (or gpu-cu12)") from exc
     return cupy
+
+
+def _allow_large_clusters(function, name: str) -> None:
+    """Let ``function`` launch clusters of more than 8 blocks (Hopper takes 16), as CUDA requires of each kernel
+    that asks for them (``cudaFuncAttributeNonPortableClusterSizeAllowed``)."""
+    from cuda.bindings import driver as cu
+
+    handle = cu.CUfunction(getattr(function, "kernel", function).ptr)
+    (err,) = cu.cuFuncSetAttribute(
+        handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise LaunchError(f"{name}: this GPU refuses clusters of more than 8 blocks ({err.name}); Hopper and later "
+                          "take 16")
 
 
 def _direct_launch(function, values: tuple):

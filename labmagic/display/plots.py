@@ -1,5 +1,5 @@
-"""The race's plots: latency and peak memory against size (or row length), and the roofline with this GPU's
-ceilings.
+"""The race's plots: latency (or, for one size in many row lengths, bandwidth against the copy ceiling) and peak
+memory against size, and the roofline with this GPU's ceilings.
 
 Drawn with matplotlib's object API (``Figure``, no ``pyplot``), so saving a PNG neither needs nor
 changes a GUI backend and works the same in a notebook, papermill and a test.
@@ -98,24 +98,40 @@ def figure(result, variants=None):
     axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
     ax_t, ax_r, ax_m, ax_leg = axes["latency"], axes["roofline"], axes["memory"], axes["legend"]
     xlabel, xs = x_axis(result)
+    # One size in many row lengths (chapters 03-05): every call moves the same bytes, so the first panel shows
+    # what the chapter's argument is about, GB/s against the measured copy ceiling, rather than latency.
+    by_row = xlabel.startswith("row length")
     series = _series(result, xs)
     styles = variant_styles(list(variants or ()) + [r.variant for r in result.rows], _reference(result))
     for name, points in series.items():
         style = dict(styles[name], markersize=4, linewidth=1.2)
-        ax_t.plot([p[0] for p in points], [p[1].ms_median for p in points], label=name, **style)
+        if by_row:
+            gb = [(x, r.gbps) for x, r in points if r.gbps]
+            ax_t.plot([g[0] for g in gb], [g[1] for g in gb], label=name, **style)
+        else:
+            ax_t.plot([p[0] for p in points], [p[1].ms_median for p in points], label=name, **style)
         mem = [(x, r.peak_mem_bytes / 2**20) for x, r in points if r.peak_mem_bytes is not None]
         if mem:
             ax_m.plot([m[0] for m in mem], [m[1] for m in mem], label=name, **style)
         roof_pts = [(r.tflops / r.gbps * 1e3, r.tflops) for _, r in points if r.tflops and r.gbps]
         if roof_pts:
             ax_r.plot([p[0] for p in roof_pts], [p[1] for p in roof_pts], label=name, **dict(style, linestyle=""))
-    for ax, title, ylabel in ((ax_t, "latency (median)", "ms"), (ax_m, "peak extra memory per call", "MiB")):
+    first = ("bandwidth (median)", "GB/s") if by_row else ("latency (median)", "ms")
+    for ax, title, ylabel in ((ax_t, *first), (ax_m, "peak extra memory per call", "MiB")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-    ax_t.set_yscale("log")
     roofs = _draw_roofs(ax_r, result)
+    if by_row:
+        ax_t.set_ylim(bottom=0)
+        if result.ceilings:
+            copy = result.ceilings.copy_gbps
+            roofs.append(ax_t.axhline(copy, color="gray", linestyle="-", linewidth=1.0,
+                                      label=f"copy ceiling: {copy:.0f} GB/s"))
+            ax_t.set_ylim(top=max(ax_t.get_ylim()[1], 1.05 * copy))
+    else:
+        ax_t.set_yscale("log")
     ax_r.set_xscale("log")
     ax_r.set_yscale("log")
     ax_r.set_xlabel("arithmetic intensity (FLOP/byte)")

@@ -63,10 +63,30 @@ def test_styles_follow_the_race_order_not_the_rows_a_figure_happens_to_have():
 def test_one_size_in_many_shapes_is_plotted_against_row_length():
     fig = plots.figure(_result(["torch", "cuda_naive", "triton"], list(reversed(SOFTMAX_SHAPES))))
     ax = _axes(fig)
-    for title in ("latency (median)", "peak extra memory per call"):
+    for title in ("bandwidth (median)", "peak extra memory per call"):
         assert ax[title].get_xlabel() == "row length (elements)"
         for ln in ax[title].get_lines():
             assert list(ln.get_xdata()) == [2**e for e in range(10, 19)]
+
+
+def test_row_length_races_plot_gbps_against_the_copy_ceiling():
+    result = _result(["torch", "cuda_naive", "triton"], SOFTMAX_SHAPES)
+    result.ceilings = roofline.Ceilings(copy_gbps=4256.0, peak_gbps=4471.0)
+    fig = plots.figure(result)
+    ax = _axes(fig)["bandwidth (median)"]
+    assert ax.get_ylabel() == "GB/s" and ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    # every variant's GB/s as the rows give it (0.5 ms and up per 4 GB), and the ceiling as a level line
+    assert list(lines["cuda_naive"].get_ydata()) == pytest.approx([4e9 / 0.6 / 1e6] * len(SOFTMAX_SHAPES))
+    assert set(lines["copy ceiling: 4256 GB/s"].get_ydata()) == {4256.0}
+    assert ax.get_ylim()[1] >= 4256.0
+    shown = {t.get_text() for t in fig.findobj(Text)}
+    assert "copy ceiling: 4256 GB/s" in shown  # named in the legend panel with the roofs
+    # Growing sizes keep latency: the ceiling belongs to the bandwidth view only.
+    sizes = _result(["torch"], ["512x512x512", "1024x1024x1024"])
+    sizes.ceilings = result.ceilings
+    latency = _axes(plots.figure(sizes))["latency (median)"]
+    assert "copy ceiling: 4256 GB/s" not in {ln.get_label() for ln in latency.get_lines()}
 
 
 def test_growing_sizes_keep_the_problem_size_axis():
