@@ -154,13 +154,15 @@ def _draw_legend(ax, ax_variants, roofs) -> None:
     """The variants (two columns past eight) and, below them, the roofs, in a panel of their own."""
     ax.axis("off")
     handles, labels = ax_variants.get_legend_handles_labels()
+    kept = [(h, lab) for h, lab in zip(handles, labels) if h not in roofs]  # the copy ceiling goes with the roofs
+    handles, labels = [h for h, _ in kept], [lab for _, lab in kept]
     if handles:
         top = ax.legend(handles, labels, loc="upper center", ncol=1 if len(handles) <= 8 else 2,
                         fontsize=MIN_FONT_PT, title="variant", title_fontsize=MIN_FONT_PT + 1, frameon=False)
         ax.add_artist(top)
     if roofs:
         ax.legend(roofs, [h.get_label() for h in roofs], loc="lower center", fontsize=MIN_FONT_PT,
-                  title="roofline ceilings", title_fontsize=MIN_FONT_PT + 1, frameon=False)
+                  title="ceilings", title_fontsize=MIN_FONT_PT + 1, frameon=False)
 
 
 def _draw_roofs(ax, result) -> list:
