@@ -31,6 +31,9 @@ _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
             "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _LINESTYLES = ("-", "-.", ":")
+#: The x-axis labels of :func:`x_axis`: one size in many row lengths, or growing sizes.
+ROW_LENGTH = "row length (elements)"
+PROBLEM_SIZE = "problem size (elements)"
 #: The reference every variant is checked and timed against: black, dashed, no palette colour.
 _REF_STYLE = {"color": "black", "marker": "*", "linestyle": "--"}
 
@@ -74,8 +77,8 @@ def x_axis(result) -> tuple[str, dict[str, int]]:
         len({shape_size(s) for s in group}) == 1 and all(len(shape_dims(s)) >= 2 for s in group)
         for group in by_dtype.values())
     if constant and len(shapes) > 1:
-        return "row length (elements)", {s: shape_dims(s)[-1] for s in shapes}
-    return "problem size (elements)", {s: shape_size(s) for s in shapes}
+        return ROW_LENGTH, {s: shape_dims(s)[-1] for s in shapes}
+    return PROBLEM_SIZE, {s: shape_size(s) for s in shapes}
 
 
 def _series(result, xs: dict[str, int]):
@@ -100,7 +103,7 @@ def figure(result, variants=None):
     xlabel, xs = x_axis(result)
     # One size in many row lengths (chapters 03-05): every call moves the same bytes, so the first panel shows
     # what the chapter's argument is about, GB/s against the measured copy ceiling, rather than latency.
-    by_row = xlabel.startswith("row length")
+    by_row = xlabel == ROW_LENGTH
     series = _series(result, xs)
     styles = variant_styles(list(variants or ()) + [r.variant for r in result.rows], _reference(result))
     for name, points in series.items():
