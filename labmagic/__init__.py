@@ -13,13 +13,14 @@ from . import runtime as _runtime
 SETUP_NOTES = [note for note in (_runtime.configure_triton(),) if note]
 _runtime.configure_jax()
 
+from .dsl import DSLUnavailable  # noqa: E402
 from .errors import ArgumentError, CompileError, LabError, NoGPUError  # noqa: E402
 from .runtime import device_slug, has_gpu, target_arch, torch_device  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "CompileError", "LabError", "NoGPUError", "Race",
+    "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
     "bench", "compile_cuda", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device", "triton_panel",
 ]
 

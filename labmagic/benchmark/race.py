@@ -12,14 +12,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dsl import DSLS
 from ..errors import LabError
 from ..paths import check_chapter_name, check_variant_name
 from ..store import bench_csv
 from ..store.schema import Row, row_from_cells, shape_str, shape_tuple
 from . import roofline
 
-#: Variant-name prefixes and the backend they imply (``cuda_float4`` -> ``cuda``).
-BACKEND_PREFIXES = ("torch", "cuda", "cupy", "triton", "pallas", "jax", "cublas", "cudnn", "sdpa")
+#: Variant-name prefixes and the backend they imply (``cuda_float4`` -> ``cuda``), the kernel DSLs' among them
+#: (``helion_online`` -> ``helion``).
+BACKEND_PREFIXES = ("torch", "cuda", "cupy", "triton", "pallas", "jax", "cublas", "cudnn", "sdpa", *DSLS)
 
 #: Backends whose work runs on JAX's streams (timed on the device clock from CUPTI records, ``cupti``, else with
 #: ``cuda_event_blocking``).

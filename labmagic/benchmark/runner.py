@@ -5,7 +5,8 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
 
 1. **Correctness first**, on the awkward ``check_shapes`` with fresh random inputs, against ``ref``
    (:mod:`labmagic.benchmark.checks`). A variant that fails is ``mismatch`` and is never timed; one that raises is
-   ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``. The sweep goes on. With ``sanitize``, a
+   ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``, one in a DSL that is not installed
+   (:mod:`labmagic.dsl`) is ``skipped``. The sweep goes on. With ``sanitize``, a
    CUDA variant that passed runs again under compute-sanitizer memcheck (:mod:`labmagic.benchmark.memcheck`), which
    sees the out-of-bounds writes that the allocator's slack hides from the comparison.
 2. **Timing** (:mod:`labmagic.timing`), shape by shape from small to large, over rotated input sets. The
@@ -28,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..dsl import DSLUnavailable
 from ..errors import LabError, NoGPUError
 from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
@@ -107,6 +109,8 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
             out = fn(*inputs)
         except NoGPUError as exc:
             raise CheckFailed(NEEDS_GPU, str(exc)) from exc
+        except DSLUnavailable as exc:  # its DSL is not installed here: a skipped row that says so
+            raise CheckFailed(SKIPPED, str(exc)) from exc
         except Exception as exc:  # noqa: BLE001 - a raising variant is a row, not a crash
             raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
@@ -408,6 +412,8 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
             samples[name] = _measure(race, name, input_sets, timer, set_bytes, row)
         except NoGPUError as exc:
             row.status, row.error = NEEDS_GPU, str(exc)
+        except DSLUnavailable as exc:
+            row.status, row.error = SKIPPED, str(exc)
         except Exception as exc:  # noqa: BLE001 - one variant's failure is a row, not the end of the sweep
             if _is_oom(exc):
                 row.status, row.error = OOM, _describe(exc)

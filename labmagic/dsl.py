@@ -1,0 +1,130 @@
+"""The Python kernel DSLs beside CUDA C, Triton and Pallas: which are installed, which can run here, and why not.
+
+Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all). A chapter writes its
+variant for a DSL in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`); where the DSL is missing, or cannot
+run on this machine, the cell is skipped and the variants it names become :func:`unavailable` stand-ins that raise
+:class:`DSLUnavailable`, which a race records as a ``skipped`` row with the reason, never as a failed chapter.
+
+What "can run" means differs per DSL:
+
+========== ============================ ============================================================================
+DSL        import                       without a GPU
+========== ============================ ============================================================================
+gluon      ``triton.experimental.gluon`` defined, but Gluon has no interpreter: its variants need a GPU (sm_80+)
+helion     ``helion``                   runs eagerly in PyTorch on the CPU (:func:`environment`)
+tilelang   ``tilelang``                 needs a GPU and CUDA's nvcc
+cutedsl    ``cutlass.cute``             needs a GPU
+========== ============================ ============================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+
+from .errors import LabError, NoGPUError
+from .runtime import gpu_arch, has_gpu
+
+
+class DSLUnavailable(LabError):
+    """This DSL is not installed, or cannot run on this machine: the variant's row is ``skipped``, with why."""
+
+
+@dataclass(frozen=True)
+class DSL:
+    name: str          #: the key: ``%%dsl gluon``, the pip extra ``labmagic[gluon]``
+    module: str        #: what a cell imports
+    dist: str          #: the distribution whose version goes with the rows
+    interpret: bool    #: runs on a machine without a GPU (an interpreter or eager mode)
+    min_arch: int = 80  #: the oldest compute capability (major * 10 + minor) its variants here compile for
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "-"
+
+
+#: The DSLs the book knows. A new one is an entry here and a ``%%dsl`` cell in a chapter, not a new harness.
+DSLS: dict[str, DSL] = {d.name: d for d in (
+    DSL("gluon", "triton.experimental.gluon", "triton", interpret=False),
+    DSL("helion", "helion", "helion", interpret=True),
+    DSL("tilelang", "tilelang", "tilelang", interpret=False),
+    DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90),
+)}
+
+
+def get(name: str) -> DSL:
+    try:
+        return DSLS[name]
+    except KeyError:
+        raise LabError(f"unknown DSL {name!r}; labmagic knows {', '.join(DSLS)}") from None
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a broken install
+        return False
+
+
+def why_not(name: str) -> LabError | None:
+    """Why the DSL's variants cannot run here, as the error their stand-ins raise (None: they can run).
+
+    Not installed is :class:`DSLUnavailable` (a ``skipped`` row); installed but with no interpreter on a machine
+    without a GPU, or a GPU older than the DSL's ``min_arch``, is :class:`~labmagic.NoGPUError` (``needs_gpu``, as
+    a CUDA variant's row reads there). The install is checked without importing the DSL."""
+    dsl = get(name)
+    if not _importable(dsl.module):
+        return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{name}]')")
+    if not has_gpu():
+        return None if dsl.interpret else NoGPUError(f"{name} has no interpreter: its variants need a GPU")
+    digits = re.sub(r"\D", "", gpu_arch() or "")
+    if digits and int(digits) < dsl.min_arch:
+        return NoGPUError(f"{name}'s variants here need sm_{dsl.min_arch} or newer; this GPU is {gpu_arch()}")
+    return None
+
+
+def header(name: str) -> str:
+    """The line a ``%%dsl`` cell prints first: which version of the DSL runs, and how (what its rows came from)."""
+    dsl = get(name)
+    return f"{name} {dsl.version()}" + ("" if has_gpu() else " (eager, on the CPU)")
+
+
+@contextlib.contextmanager
+def environment(name: str):
+    """The environment a DSL's cell runs in. Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly
+    in PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
+    decorated, so Triton's interpreter is switched off for the cell only."""
+    changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
+    saved = {key: os.environ.get(key) for key in changes}
+    try:
+        for key, value in changes.items():
+            _set_env(key, value)
+        yield
+    finally:
+        for key, value in saved.items():
+            _set_env(key, value)
+
+
+def _set_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
+
+
+def unavailable(error: LabError, variant: str):
+    """A stand-in for a variant whose DSL cannot run here: calling it raises ``error``'s kind, naming the variant."""
+
+    def stand_in(*args, **kwargs):
+        raise type(error)(f"{variant}: {error}")
+
+    stand_in.__name__ = stand_in.__qualname__ = variant
+    stand_in.__doc__ = f"{variant} is skipped here: {error}."
+    return stand_in

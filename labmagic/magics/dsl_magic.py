@@ -1,0 +1,75 @@
+"""``%%dsl NAME``: a cell of variants written in one of the Python kernel DSLs (:mod:`labmagic.dsl`).
+
+Where the DSL can run, the cell runs as a normal cell, under a first line that records which version runs. Where it
+cannot (not installed, it fails to import, or no GPU for a DSL without an interpreter), the cell is skipped with one
+line saying why, and each name given with ``--defines`` becomes a stand-in whose call raises that reason, so the
+chapter's checks and races record the variant as ``skipped`` (or ``needs_gpu``) instead of failing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import linecache
+
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .. import dsl as dsls
+from ..errors import LabError
+
+_cells = itertools.count(1)
+
+
+@magics_class
+class DSLMagics(Magics):
+    @magic_arguments()
+    @argument("name", help=f"the DSL: {', '.join(dsls.DSLS)}")
+    @argument("--defines", "-d", action="append", default=[], metavar="VARIANT",
+              help="a variant the cell defines; a stand-in where the DSL cannot run (repeatable)")
+    @cell_magic
+    def dsl(self, line: str, cell: str):
+        """Run the cell where the DSL can run; elsewhere skip it, say why, and define its variants as stand-ins."""
+        args = parse_argstring(self.dsl, line)
+        for name in args.defines:
+            if not name.isidentifier():
+                raise LabError(f"--defines takes a Python name, got {name!r}")
+        error = dsls.why_not(args.name)
+        if error is None:
+            with dsls.environment(args.name):
+                error = _import_error(args.name)
+        if error is not None:
+            stand_ins = f"; {', '.join(args.defines)}: stand-ins" if args.defines else ""
+            print(f"{args.name}: skipped, {error}{stand_ins}")
+            for name in args.defines:
+                self.shell.user_ns[name] = dsls.unavailable(error, name)
+            return
+        print(dsls.header(args.name))
+        with dsls.environment(args.name):
+            self._run(cell, args.name)
+        missing = [name for name in args.defines if name not in self.shell.user_ns]
+        if missing:
+            raise LabError(f"the %%dsl {args.name} cell ran but did not define {', '.join(missing)}")
+
+    def _run(self, cell: str, name: str) -> None:
+        """Execute the cell's Python in the notebook's namespace, with its own file name for tracebacks."""
+        code = self.shell.transform_cell(cell)
+        filename = f"<%%dsl {name} cell {next(_cells)}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+        exec(compile(code, filename, "exec"), self.shell.user_ns)  # noqa: S102 - the reader's own cell
+
+
+def _import_error(name: str) -> LabError | None:
+    """A DSL that is installed but does not import against this torch or triton (a version mismatch) is skipped."""
+    dsl = dsls.get(name)
+    try:
+        importlib.import_module(dsl.module)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the reason for the skipped rows
+        text = str(exc).strip().splitlines()
+        return dsls.DSLUnavailable(f"{name} {dsl.version()} does not import here: {type(exc).__name__}: "
+                                   f"{text[0] if text else ''}"[:300])
+    return None
+
+
+def register(ipython) -> None:
+    ipython.register_magics(DSLMagics)

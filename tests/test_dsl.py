@@ -1,0 +1,72 @@
+"""labmagic.dsl: which DSLs can run here, the stand-ins for those that cannot, and the rows they give in a race."""
+
+from __future__ import annotations
+
+import pytest
+
+import labmagic
+from labmagic import dsl
+from labmagic.errors import LabError, NoGPUError
+from labmagic.store.schema import OK, PREDICTED, SKIPPED
+
+
+@pytest.fixture
+def missing(monkeypatch):
+    """A DSL whose module is not installed anywhere: the real import machinery says so."""
+    monkeypatch.setitem(dsl.DSLS, "nosuch", dsl.DSL("nosuch", "labmagic_test_no_such_dsl", "nosuch", interpret=True))
+    return "nosuch"
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(LabError, match="unknown DSL 'gluten'.*gluon, helion, tilelang, cutedsl"):
+        dsl.get("gluten")
+
+
+def test_not_installed_is_a_skip_with_the_install_line(missing):
+    error = dsl.why_not(missing)
+    assert isinstance(error, dsl.DSLUnavailable)
+    assert "pip install 'labmagic[nosuch]'" in str(error)
+
+
+@pytest.mark.skipif(labmagic.has_gpu(), reason="the no-GPU verdict")
+def test_a_dsl_without_interpreter_needs_a_gpu_and_helion_runs_eagerly():
+    assert isinstance(dsl.why_not("gluon"), NoGPUError)  # triton is installed: gluon imports, but cannot run
+    if dsl._importable("helion"):
+        assert dsl.why_not("helion") is None
+        assert dsl.header("helion").endswith("(eager, on the CPU)")
+
+
+def test_stand_in_raises_the_verdicts_kind_naming_the_variant(missing):
+    stand_in = dsl.unavailable(dsl.why_not(missing), "nosuch_softmax")
+    assert stand_in.__name__ == "nosuch_softmax"
+    with pytest.raises(dsl.DSLUnavailable, match="^nosuch_softmax: nosuch is not installed"):
+        stand_in(1, out=None)
+    with pytest.raises(NoGPUError, match="^gluon_gemm: no GPU"):
+        dsl.unavailable(NoGPUError("no GPU"), "gluon_gemm")()
+
+
+def test_race_row_of_a_missing_dsl_is_skipped_with_the_reason(missing):
+    import torch
+
+    race = labmagic.Race(
+        chapter="test_dsl", ref="torch", make_inputs=lambda n: (torch.randn(n),), shapes=[(64,)], check_shapes=[(5,)],
+        variants={"torch": torch.exp, "nosuch_exp": dsl.unavailable(dsl.why_not(missing), "nosuch_exp")},
+        nbytes=lambda n: 8 * n, dtype="float32")
+    rows = {row.variant: row for row in labmagic.bench(race, plot=False).rows}
+    assert rows["nosuch_exp"].status == SKIPPED
+    assert rows["nosuch_exp"].error == "nosuch_exp: nosuch is not installed (pip install 'labmagic[nosuch]')"
+    assert rows["torch"].status in (OK, PREDICTED) and rows["torch"].error == ""  # the reference still ran
+
+
+def test_helion_environment_swaps_the_interpreters_and_restores(monkeypatch):
+    if labmagic.has_gpu():
+        pytest.skip("the no-GPU environment")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.delenv("HELION_INTERPRET", raising=False)
+    import os
+
+    with dsl.environment("helion"):
+        assert os.environ.get("HELION_INTERPRET") == "1" and "TRITON_INTERPRET" not in os.environ
+    assert os.environ.get("TRITON_INTERPRET") == "1" and "HELION_INTERPRET" not in os.environ
+    with dsl.environment("gluon"):
+        assert os.environ.get("TRITON_INTERPRET") == "1"
