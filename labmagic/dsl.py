@@ -1,20 +1,17 @@
 """The Python kernel DSLs beside CUDA C, Triton and Pallas: which are installed, which can run here, and why not.
 
 Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all). A chapter writes its
-variant for a DSL in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`); where the DSL is missing, or cannot
-run on this machine, the cell is skipped and the variants it names become :func:`unavailable` stand-ins that raise
-:class:`DSLUnavailable`, which a race records as a ``skipped`` row with the reason, never as a failed chapter.
+variants for a DSL in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`). Where the DSL cannot run, the cell
+is skipped and each variant it names becomes an :func:`unavailable` stand-in that raises the reason: a race records
+:class:`DSLUnavailable` (not installed, or it fails to import) as a ``skipped`` row and :class:`NoGPUError` as
+``needs_gpu``, never as a failed chapter.
 
-What "can run" means differs per DSL:
+Without a GPU:
 
-========== ============================ ============================================================================
-DSL        import                       without a GPU
-========== ============================ ============================================================================
-gluon      ``triton.experimental.gluon`` defined, but Gluon has no interpreter: its variants need a GPU (sm_80+)
-helion     ``helion``                   runs eagerly in PyTorch on the CPU (:func:`environment`)
-tilelang   ``tilelang``                 needs a GPU and CUDA's nvcc
-cutedsl    ``cutlass.cute``             needs a GPU
-========== ============================ ============================================================================
+- ``gluon`` (``triton.experimental.gluon``): no interpreter, so its cells are skipped and its rows read
+  ``needs_gpu``;
+- ``helion``: runs eagerly in PyTorch on the CPU (:func:`environment`);
+- ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU.
 """
 
 from __future__ import annotations
