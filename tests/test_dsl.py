@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 import labmagic
@@ -31,7 +33,7 @@ def test_not_installed_is_a_skip_with_the_install_line(missing):
 @pytest.mark.skipif(labmagic.has_gpu(), reason="the no-GPU verdict")
 def test_a_dsl_without_interpreter_needs_a_gpu_and_helion_runs_eagerly():
     assert isinstance(dsl.why_not("gluon"), NoGPUError)  # triton is installed: gluon imports, but cannot run
-    if dsl._importable("helion"):
+    if importlib.util.find_spec("helion") is not None:
         assert dsl.why_not("helion") is None
         assert dsl.header("helion").endswith("(eager, on the CPU)")
 
