@@ -73,17 +73,25 @@ def _importable(module: str) -> bool:
 def why_not(name: str) -> LabError | None:
     """Why the DSL's variants cannot run here, as the error their stand-ins raise (None: they can run).
 
-    Not installed is :class:`DSLUnavailable` (a ``skipped`` row); installed but with no interpreter on a machine
-    without a GPU, or a GPU older than the DSL's ``min_arch``, is :class:`~labmagic.NoGPUError` (``needs_gpu``, as
-    a CUDA variant's row reads there). The install is checked without importing the DSL."""
+    Not installed, or installed but failing to import against this torch or triton (a version mismatch), is
+    :class:`DSLUnavailable` (a ``skipped`` row); installed but with no interpreter on a machine without a GPU, or a
+    GPU older than the DSL's ``min_arch``, is :class:`~labmagic.NoGPUError` (``needs_gpu``, as a CUDA variant's
+    row reads there). The DSL is imported, in its :func:`environment`, only when it could run."""
     dsl = get(name)
     if not _importable(dsl.module):
         return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{name}]')")
-    if not has_gpu():
-        return None if dsl.interpret else NoGPUError(f"{name} has no interpreter: its variants need a GPU")
+    if not has_gpu() and not dsl.interpret:
+        return NoGPUError(f"{name} has no interpreter: its variants need a GPU")
     digits = re.sub(r"\D", "", gpu_arch() or "")
     if digits and int(digits) < dsl.min_arch:
         return NoGPUError(f"{name}'s variants here need sm_{dsl.min_arch} or newer; this GPU is {gpu_arch()}")
+    with environment(name):
+        try:
+            importlib.import_module(dsl.module)
+        except Exception as exc:  # noqa: BLE001 - any import failure is the reason for the skipped rows
+            text = str(exc).strip().splitlines()
+            return DSLUnavailable(f"{name} {dsl.version()} does not import here: {type(exc).__name__}: "
+                                  f"{text[0] if text else ''}"[:300])
     return None
 
 

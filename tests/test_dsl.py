@@ -30,6 +30,15 @@ def test_not_installed_is_a_skip_with_the_install_line(missing):
     assert "pip install 'labmagic[nosuch]'" in str(error)
 
 
+def test_installed_but_failing_import_is_a_skip_with_the_error(monkeypatch, tmp_path):
+    (tmp_path / "labmagic_test_broken_dsl.py").write_text("raise ImportError('built against another torch')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(dsl.DSLS, "broken", dsl.DSL("broken", "labmagic_test_broken_dsl", "broken", interpret=True))
+    error = dsl.why_not("broken")
+    assert isinstance(error, dsl.DSLUnavailable)
+    assert str(error) == "broken - does not import here: ImportError: built against another torch"
+
+
 @pytest.mark.skipif(labmagic.has_gpu(), reason="the no-GPU verdict")
 def test_a_dsl_without_interpreter_needs_a_gpu_and_helion_runs_eagerly():
     assert isinstance(dsl.why_not("gluon"), NoGPUError)  # triton is installed: gluon imports, but cannot run

@@ -8,7 +8,6 @@ chapter's checks and races record the variant as ``skipped`` (or ``needs_gpu``) 
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import linecache
 
@@ -35,9 +34,6 @@ class DSLMagics(Magics):
             if not name.isidentifier():
                 raise LabError(f"--defines takes a Python name, got {name!r}")
         error = dsls.why_not(args.name)
-        if error is None:
-            with dsls.environment(args.name):
-                error = _import_error(args.name)
         if error is not None:
             stand_ins = f"; {', '.join(args.defines)}: stand-ins" if args.defines else ""
             print(f"{args.name}: skipped, {error}{stand_ins}")
@@ -57,18 +53,6 @@ class DSLMagics(Magics):
         filename = f"<%%dsl {name} cell {next(_cells)}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
         exec(compile(code, filename, "exec"), self.shell.user_ns)  # noqa: S102 - the reader's own cell
-
-
-def _import_error(name: str) -> LabError | None:
-    """A DSL that is installed but does not import against this torch or triton (a version mismatch) is skipped."""
-    dsl = dsls.get(name)
-    try:
-        importlib.import_module(dsl.module)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the reason for the skipped rows
-        text = str(exc).strip().splitlines()
-        return dsls.DSLUnavailable(f"{name} {dsl.version()} does not import here: {type(exc).__name__}: "
-                                   f"{text[0] if text else ''}"[:300])
-    return None
 
 
 def register(ipython) -> None:
