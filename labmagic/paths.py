@@ -17,7 +17,7 @@ CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 #: book's are ``NN_name``; tests and scripts race ``test_race`` or ``timer_agreement``, so the digits are optional.
 CHAPTER_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
-#: A variant names a profile report (``profiles/<chapter>/<variant>``) and is the key in code, CSV and the book.
+#: A variant names profile reports (``profiles/<chapter>/<variant>.<shape>``) and is the key in code, CSV and the book.
 VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

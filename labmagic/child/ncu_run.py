@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import chapter_path, check_chapter_name, check_variant_name, repo_root, results_dir
+from ..paths import VARIANT_NAME, chapter_path, check_chapter_name, check_variant_name, repo_root, results_dir
 from ..runtime import require_gpu
 from ..tools import find_nsight_tool
 from .ncu_report import KernelProfile, diagnose, parse_raw_csv, summary_rows
 from .protocol import child_command, child_env, child_record, log_tail
+
+#: A shape in a report's name: the CSV's shape key (``4096x4096``), digits and ``x`` only.
+SHAPE_NAME = re.compile(r"[0-9]+(x[0-9]+)*")
 
 
 class ProfilerError(LabError, RuntimeError):
@@ -80,10 +84,26 @@ class ProfileResult:
         return profile_text(self)
 
 
-def report_path(chapter: str, variant: str, slug: str | None = None) -> Path:
-    """``results/<gpu>/profiles/<chapter>/<variant>`` (ncu adds ``.ncu-rep``); both names are checked, since a
-    ``..`` in either would put the report outside ``results/``."""
-    return results_dir(slug) / "profiles" / check_chapter_name(chapter) / check_variant_name(variant)
+def report_path(chapter: str, variant: str, slug: str | None = None, *, race: str | None = None,
+                shape: str | None = None) -> Path:
+    """``results/<gpu>/profiles/<chapter>/<variant>[.<race>][.<shape>]`` (ncu adds ``.ncu-rep``): one file per
+    variant, race and shape, so profiling a variant at a second shape, or in a second race, keeps the first report.
+    Every part is checked, since a ``..`` or ``/`` in one would put the report outside ``results/``."""
+    stem = check_variant_name(variant)
+    if race is not None:
+        if not (isinstance(race, str) and VARIANT_NAME.fullmatch(race)):
+            raise LabError(f"race {race!r} is not a Python name (it names a report under results/)")
+        stem += f".{race}"
+    if shape is not None:
+        if not SHAPE_NAME.fullmatch(str(shape)):
+            raise LabError(f"shape {shape!r} is not a shape name like 4096x4096 (it names a report under results/)")
+        stem += f".{shape}"
+    return results_dir(slug) / "profiles" / check_chapter_name(chapter) / stem
+
+
+def _with_suffix(stem: Path, suffix: str) -> Path:
+    """``stem`` + ``suffix``: the stem's own dots (``cuda_smem.race_fp32.1024x262144``) are not a suffix."""
+    return stem.parent / (stem.name + suffix)
 
 
 def ncu_command(ncu: str, out: Path, child: list[str], section_set: str = "full",
@@ -100,7 +120,10 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
     race's largest) under Nsight Compute; save the report and return the per-kernel summary."""
     require_gpu("%ncu")
     ncu = find_ncu()
-    out = report_path(_chapter_stem(chapter), variant, slug)
+    # ncu writes under a name of the variant's own; once the child has said which shape it ran (the default is the
+    # race's largest, which only the chapter knows), the report is renamed for its race and shape.
+    stem = _chapter_stem(chapter)
+    out = report_path(stem, variant, slug).with_name(f"{variant}.partial")
     out.parent.mkdir(parents=True, exist_ok=True)
     child = child_command(chapter, variant, shape, "ncu", iters, params, race)
     cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
@@ -113,13 +136,16 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
         raise ProfilerError(reason)
     if record and not record.get("ok", False):
         raise ProfilerError(f"the child could not run {variant!r}: {record.get('error')}", detail=log_tail(log))
-    report = out.with_suffix(".ncu-rep")
-    if not report.exists():
+    partial = _with_suffix(out, ".ncu-rep")
+    if not partial.exists():
         raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=log_tail(log))
+    final = report_path(stem, variant, slug, race=race, shape=record.get("shape") or None)
+    report = _with_suffix(final, ".ncu-rep")
+    partial.replace(report)
     kernels = read_report(report, ncu)
     if not kernels:
         raise ProfilerError(reason or "the report holds no kernels", detail=log_tail(log))
-    _save_csv(out.with_suffix(".csv"), kernels)
+    _save_csv(_with_suffix(final, ".csv"), kernels)
     return ProfileResult(chapter=record.get("chapter", str(chapter)), variant=variant,
                          shape=record.get("shape", shape or ""), report=report, kernels=kernels, iters=iters,
                          nbytes=record.get("nbytes"), flops=record.get("flops"), command=cmd)

@@ -101,7 +101,7 @@ class ExplainMagics(Magics):
     def ncu(self, line: str):
         """Profile variants with Nsight Compute in a child process; show each kernel's summary.
 
-        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>.ncu-rep.
+        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>[.<race>].<shape>.ncu-rep.
         """
         from ..child.ncu_run import profile_variant
 

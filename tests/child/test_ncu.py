@@ -209,16 +209,32 @@ touch "$out.ncu-rep"
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
     result = profile.profile_variant(str(nb), "torch", slug="test-gpu", iters=2)
     assert "--profile-from-start off" in args_file.read_text()
-    assert result.report == tmp_path / "results" / "test-gpu" / "profiles" / "96_neg" / "torch.ncu-rep"
+    folder = tmp_path / "results" / "test-gpu" / "profiles" / "96_neg"
+    # Named for the shape the child ran: the race's largest, which only the chapter knew.
+    assert result.report == folder / "torch.64.ncu-rep"
     assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
     assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
-    assert (result.report.parent / "torch.csv").read_text().startswith("kernel,grid,block,duration_s")
+    assert (folder / "torch.64.csv").read_text().startswith("kernel,grid,block,duration_s")
+    # A second shape, in the race named, is a second report: the first one stays.
+    second = profile.profile_variant(str(nb), "torch", "2**4", slug="test-gpu", iters=2, race="race")
+    assert second.report == folder / "torch.race.16.ncu-rep" and second.shape == "16"
+    assert sorted(p.name for p in folder.iterdir()) == ["torch.64.csv", "torch.64.ncu-rep", "torch.race.16.csv",
+                                                      "torch.race.16.ncu-rep"]
 
 
-@pytest.mark.parametrize("chapter, variant", [("..", "v"), ("01_vector_add", "../x"), ("/tmp/x", "v")])
-def test_a_report_path_stays_under_results(chapter, variant):
-    with pytest.raises(LabError, match="is not a (chapter|variant) name"):
-        profile.report_path(chapter, variant, "test-gpu")
+@pytest.mark.parametrize("chapter, variant, race, shape", [
+    ("..", "v", None, None), ("01_vector_add", "../x", None, None), ("/tmp/x", "v", None, None),
+    ("01_vector_add", "v", "../r", None), ("01_vector_add", "v", "r", "4096/../x"), ("01_vector_add", "v", None, "..")])
+def test_a_report_path_stays_under_results(chapter, variant, race, shape):
+    with pytest.raises(LabError, match="is not a (chapter|variant|shape) name|is not a Python name"):
+        profile.report_path(chapter, variant, "test-gpu", race=race, shape=shape)
+
+
+def test_a_report_is_named_by_variant_race_and_shape():
+    base = profile.report_path("03_online_softmax", "cuda_smem", "test-gpu")
+    assert base.name == "cuda_smem"
+    named = profile.report_path("03_online_softmax", "cuda_smem", "test-gpu", race="race_fp32", shape="1024x262144")
+    assert named == base.with_name("cuda_smem.race_fp32.1024x262144")
 
 
 def test_the_report_path_is_shown_relative_to_the_checkout(tmp_path, monkeypatch):
