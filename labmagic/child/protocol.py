@@ -78,11 +78,16 @@ def child_command(chapter: str, variant: str, shape: str | None, mode: str, iter
            "--mode", mode, "--iters", str(iters)]
     if shape:
         cmd += ["--shape", *str(shape).split()]
-    if race:
-        if not str(race).isidentifier():
-            raise LabError(f"race name {race!r} is not a Python name")
-        cmd += ["--race", str(race)]
-    return cmd + param_args(params)
+    return cmd + race_args(race) + param_args(params)
+
+
+def race_args(race: str | None) -> list[str]:
+    """``--race NAME`` for the child (nothing for the default race); the name must be a Python name."""
+    if not race:
+        return []
+    if not str(race).isidentifier():
+        raise LabError(f"race name {race!r} is not a Python name")
+    return ["--race", str(race)]
 
 
 def child_record(output: str) -> dict:
@@ -112,9 +117,10 @@ def log_tail(log: str, lines: int = 30) -> str:
     return "\n".join(log.strip().splitlines()[-lines:])
 
 
-def list_variants(chapter: str, params: dict | None = None) -> dict:
+def list_variants(chapter: str, params: dict | None = None, race: str | None = None) -> dict:
     """The race's variants and shapes, asked of a child (so the CLI never imports the chapter itself)."""
-    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", "list", *param_args(params)]
+    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", "list", *race_args(race),
+           *param_args(params)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
     record = child_record(proc.stdout)
     if not record or record.get("ok") is False:

@@ -25,7 +25,7 @@ def run(args) -> int:
     for variant in variants:
         try:
             result = profile_variant(args.chapter, variant, args.shape, section_set=args.section_set,
-                                     clock_control=args.clock_control, iters=args.iters, params=params)
+                                     clock_control=args.clock_control, iters=args.iters, params=params, race=args.race)
         except ProfilerError as exc:
             if "ERR_NVGPUCTRPERM" in str(exc):
                 raise

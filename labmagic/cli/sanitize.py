@@ -20,7 +20,7 @@ def run(args) -> int:
     params, variants = chapter_variants(args)
     dirty = 0
     for variant in variants:
-        result = sanitize_variant(args.chapter, variant, args.shape, tool=args.tool, params=params)
+        result = sanitize_variant(args.chapter, variant, args.shape, tool=args.tool, params=params, race=args.race)
         print(repr(result) + "\n")
         dirty += not result.clean
     return 1 if dirty else 0

@@ -16,7 +16,6 @@ from .chapter_args import add_chapter_arguments
 
 def add_arguments(parser) -> None:
     add_chapter_arguments(parser, "test")
-    parser.add_argument("--race", help="name of the race in the chapter (default: the one %%bench names)")
     parser.add_argument("--shape", action="append", metavar="SHAPE",
                         help="check shape(s) instead of the race's: 31, 31x17x29, 2**20 (repeatable)")
 

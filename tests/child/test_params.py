@@ -94,3 +94,18 @@ def test_the_cli_refuses_a_variant_name_that_is_a_path():
         chapter_variants(_cli(["01", "--variant", "torch", "--variant", "../../x"]))
     assert chapter_variants(_cli(["01", "--variant", "cuda_float4", "-p", "size=quick"])) == (
         {"size": "quick"}, ["cuda_float4"])
+
+
+def test_the_cli_lists_the_variants_of_the_race_it_names(tmp_path):
+    """``labmagic profile 08 --race race_b``: the variants come from race_b, not from the chapter's first race."""
+    path = _chapter(tmp_path)
+    nb = json.loads(path.read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "race_b = labmagic.benchmark.Race(chapter='99_tiny', ref='torch', shapes=[(8,)],\n"
+                                  "    variants={'torch': torch.abs, 'torch_sq': torch.square},\n"
+                                  "    make_inputs=lambda n: (torch.randn(n),))"})
+    path.write_text(json.dumps(nb))
+    assert chapter_variants(_cli([str(path), "--race", "race_b"])) == ({}, ["torch", "torch_sq"])
+    assert chapter_variants(_cli([str(path), "--race", "race"])) == ({}, ["torch"])
+    with pytest.raises(LabError, match="is not a Python name"):
+        chapter_variants(_cli([str(path), "--race", "race_b; x"]))
