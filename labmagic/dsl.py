@@ -8,8 +8,9 @@ is skipped and each variant it names becomes an :func:`unavailable` stand-in tha
 
 Without a GPU:
 
-- ``gluon`` (``triton.experimental.gluon``): no interpreter, so its cells are skipped and its rows read
-  ``needs_gpu``;
+- ``gluon`` (``triton.experimental.gluon``): no interpreter, so its rows read ``needs_gpu``; its cells are
+  skipped, except a ``%%dsl gluon --compile`` cell, which runs to compile its kernels for the GPU (their compile
+  panels, :func:`labmagic.triton_panel`) and guards its launches with :func:`labmagic.has_gpu`;
 - ``helion``: runs eagerly in PyTorch on the CPU (:func:`environment`);
 - ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU.
 """
@@ -39,6 +40,7 @@ class DSL:
     dist: str          #: the distribution whose version goes with the rows
     interpret: bool    #: runs on a machine without a GPU (an interpreter or eager mode)
     min_arch: int = 80  #: the oldest compute capability (major * 10 + minor) its variants here compile for
+    compiles: bool = False  #: compiles its kernels for a GPU that this machine does not have (``%%dsl --compile``)
 
     def version(self) -> str:
         try:
@@ -49,7 +51,7 @@ class DSL:
 
 #: The DSLs the book knows. A new one is an entry here and a ``%%dsl`` cell in a chapter, not a new harness.
 DSLS: dict[str, DSL] = {d.name: d for d in (
-    DSL("gluon", "triton.experimental.gluon", "triton", interpret=False),
+    DSL("gluon", "triton.experimental.gluon", "triton", interpret=False, compiles=True),
     DSL("helion", "helion", "helion", interpret=True),
     DSL("tilelang", "tilelang", "tilelang", interpret=False),
     DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90),
@@ -85,20 +87,33 @@ def why_not(name: str) -> LabError | None:
     digits = re.sub(r"\D", "", gpu_arch() or "")
     if digits and int(digits) < dsl.min_arch:
         return NoGPUError(f"{name}'s variants here need sm_{dsl.min_arch} or newer; this GPU is {gpu_arch()}")
-    with environment(name):
+    return _import_error(dsl)
+
+
+def compiles_here(name: str) -> bool:
+    """Whether a ``%%dsl NAME --compile`` cell runs on this machine to compile its kernels without launching them:
+    there is no GPU, and the DSL is installed, imports, and compiles for a GPU it does not see (Gluon: the whole
+    pipeline down to the CUBIN runs on the CPU)."""
+    dsl = get(name)
+    return dsl.compiles and not has_gpu() and _importable(dsl.module) and _import_error(dsl) is None
+
+
+def _import_error(dsl: DSL) -> DSLUnavailable | None:
+    with environment(dsl.name):
         try:
             importlib.import_module(dsl.module)
         except Exception as exc:  # noqa: BLE001 - any import failure is the reason for the skipped rows
             text = str(exc).strip().splitlines()
-            return DSLUnavailable(f"{name} {dsl.version()} does not import here: {type(exc).__name__}: "
+            return DSLUnavailable(f"{dsl.name} {dsl.version()} does not import here: {type(exc).__name__}: "
                                   f"{text[0] if text else ''}"[:300])
     return None
 
 
-def header(name: str) -> str:
+def header(name: str, compile_only: bool = False) -> str:
     """The line a ``%%dsl`` cell prints first: which version of the DSL runs, and how (what its rows came from)."""
     dsl = get(name)
-    return f"{name} {dsl.version()}" + ("" if has_gpu() else " (eager, on the CPU)")
+    how = " (compile only: no GPU here)" if compile_only else "" if has_gpu() else " (eager, on the CPU)"
+    return f"{name} {dsl.version()}{how}"
 
 
 @contextlib.contextmanager
@@ -132,4 +147,10 @@ def unavailable(error: LabError, variant: str):
 
     stand_in.__name__ = stand_in.__qualname__ = variant
     stand_in.__doc__ = f"{variant} is skipped here: {error}."
+    stand_in.labmagic_stand_in = True
     return stand_in
+
+
+def is_stand_in(value) -> bool:
+    """Whether ``value`` is an :func:`unavailable` stand-in rather than a variant."""
+    return getattr(value, "labmagic_stand_in", False) is True

@@ -45,11 +45,24 @@ def test_a_dsl_without_interpreter_needs_a_gpu_and_helion_runs_eagerly():
     if importlib.util.find_spec("helion") is not None:
         assert dsl.why_not("helion") is None
         assert dsl.header("helion").endswith("(eager, on the CPU)")
+    # Gluon compiles for a GPU it does not see; Helion runs instead, and a DSL that is not there does neither.
+    assert dsl.compiles_here("gluon") and not dsl.compiles_here("helion")
+    assert dsl.header("gluon", compile_only=True).endswith("(compile only: no GPU here)")
+
+
+def test_a_dsl_that_is_missing_or_fails_to_import_does_not_compile_here(missing, monkeypatch, tmp_path):
+    (tmp_path / "labmagic_test_broken_dsl.py").write_text("raise ImportError('built against another torch')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(dsl.DSLS, "broken", dsl.DSL("broken", "labmagic_test_broken_dsl", "broken", interpret=False,
+                                                    compiles=True))
+    monkeypatch.setitem(dsl.DSLS, missing, dsl.DSL(missing, "labmagic_test_no_such_dsl", missing, interpret=False,
+                                                   compiles=True))
+    assert not dsl.compiles_here("broken") and not dsl.compiles_here(missing)
 
 
 def test_stand_in_raises_the_verdicts_kind_naming_the_variant(missing):
     stand_in = dsl.unavailable(dsl.why_not(missing), "nosuch_softmax")
-    assert stand_in.__name__ == "nosuch_softmax"
+    assert stand_in.__name__ == "nosuch_softmax" and dsl.is_stand_in(stand_in) and not dsl.is_stand_in(print)
     with pytest.raises(dsl.DSLUnavailable, match="^nosuch_softmax: nosuch is not installed"):
         stand_in(1, out=None)
     with pytest.raises(NoGPUError, match="^gluon_gemm: no GPU"):

@@ -1,4 +1,4 @@
-"""Compile a ``@triton.jit`` kernel for a GPU architecture without launching it, and without a GPU.
+"""Compile a ``@triton.jit`` or ``@gluon.jit`` kernel for a GPU architecture without launching it, and without a GPU.
 
 ``triton.compile`` runs the whole pipeline on the CPU: Python AST -> TTIR -> TTGIR (layouts, pipelining
 for ``num_stages``) -> LLVM IR -> PTX -> CUBIN (Triton's bundled ``ptxas``). Only *loading* the CUBIN needs
@@ -62,6 +62,16 @@ def parse_signature(signature) -> dict[str, str]:
     return out
 
 
+def is_gluon(kernel) -> bool:
+    """A ``@gluon.jit`` kernel (Triton's lower-level dialect: the layouts, shared memory and barriers are the
+    programmer's). It has no interpreter, so it stays a JIT function under ``TRITON_INTERPRET=1`` too."""
+    try:
+        from triton.experimental.gluon._runtime import GluonJITFunction
+    except ImportError:  # a Triton without Gluon (before 3.4)
+        return False
+    return isinstance(kernel, GluonJITFunction)
+
+
 def python_function(kernel):
     """The Python function behind ``@triton.jit`` (a JITFunction, or the interpreter's wrapper)."""
     fn = kernel
@@ -96,7 +106,8 @@ def _signature_from_args(names: list[str], args, constexprs: dict) -> dict[str, 
 
 def compile_triton(kernel, signature=None, constexprs: dict | None = None, *, args=None, num_warps: int = 4,
                    num_stages: int = 3, arch: str | int | None = None, aligned=None) -> TritonCompile:
-    """Compile ``kernel`` for ``arch`` (default: this GPU's, else sm_90) without launching it.
+    """Compile ``kernel`` (``@triton.jit`` or ``@gluon.jit``) for ``arch`` (default: this GPU's, else sm_90)
+    without launching it. A Gluon kernel's TTGIR is its own layouts, as written; it has no TTIR.
 
     ``signature``: ``"x: *fp32, n: i32"`` or a dict, or ``args``: example arguments (tensors, ints) whose
     types Triton's own ``mangle_type`` names. ``constexprs``: values of the ``tl.constexpr`` parameters.
@@ -111,7 +122,8 @@ def compile_triton(kernel, signature=None, constexprs: dict | None = None, *, ar
     except ImportError as exc:
         raise ToolMissingError(f"Triton with its NVIDIA backend is needed to compile a Triton kernel: {exc}") from exc
     fn = python_function(kernel)
-    jit = triton.JITFunction(fn)
+    gluon = is_gluon(kernel)
+    jit = kernel if gluon else triton.JITFunction(fn)
     constexprs = dict(constexprs or {})
     unknown = [k for k in constexprs if k not in jit.arg_names]
     if unknown:
@@ -132,7 +144,11 @@ def compile_triton(kernel, signature=None, constexprs: dict | None = None, *, ar
                    or (t[:1] in "iu" and isinstance(values.get(n), int) and values[n] % 16 == 0)]
     attrs = {(jit.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     capability = capability_of(arch)
-    source = triton.compiler.ASTSource(fn=jit, signature=sig, constexprs=constexprs, attrs=attrs)
+    if gluon:
+        from triton.experimental.gluon._runtime import GluonASTSource as Source
+    else:
+        Source = triton.compiler.ASTSource
+    source = Source(fn=jit, signature=sig, constexprs=constexprs, attrs=attrs)
     try:
         # The code generator must not see TRITON_INTERPRET=1: with it, constexpr helpers return raw values
         # and indexing such as ``rm[:, None]`` fails inside Triton. The scope restores the reader's setting.

@@ -1,4 +1,4 @@
-"""``%triton_panel``: the compile panel of a ``@triton.jit`` kernel, over :func:`labmagic.triton_panel`."""
+"""``%triton_panel``: the compile panel of a ``@triton.jit`` or ``@gluon.jit`` kernel (``labmagic.triton_panel``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class TritonPanelMagics(Magics):
     max_lines = Int(60, config=True, help="Lines of each IR the text form of the panel prints.")
 
     @magic_arguments()
-    @argument("kernel", help="the @triton.jit kernel (a name in the notebook)")
+    @argument("kernel", help="the @triton.jit or @gluon.jit kernel (a name in the notebook)")
     @argument("--signature", "-s", default=None, help="runtime parameter types, e.g. 'x: *fp32, y: *fp32, n: i32'")
     @argument("--args", default=None, metavar="EXPR",
               help="example arguments instead of --signature, e.g. '(x, y, out, n)' (types and 16-divisibility)")

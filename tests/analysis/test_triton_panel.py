@@ -126,3 +126,45 @@ def test_reader_errors_are_one_line():
         triton_panel(add, SIG, {"BLOCK": 64}, ir="sas")
     with pytest.raises(CompileError, match="Triton could not compile broken for sm_90"):
         triton_panel(broken, "x: *fp32", {"BLOCK": 64})
+
+
+def _gluon_tile_mma():
+    """One 64 x 64 x 64 wgmma from shared memory, in Gluon: the layouts, the shared buffers and the fence are the
+    kernel's own, as the chapters' Gluon GEMM writes them."""
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+
+    @gluon.jit
+    def tile_mma(a_ptr, b_ptr, c_ptr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr):
+        io: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # 16 bytes of bf16 a thread
+        rm = gl.arange(0, BM, layout=gl.SliceLayout(1, io))
+        rn = gl.arange(0, BN, layout=gl.SliceLayout(1, io))
+        rk = gl.arange(0, BK, layout=gl.SliceLayout(0, io))
+        a = gl.load(a_ptr + gl.expand_dims(rm, 1) * BK + gl.expand_dims(rk, 0))
+        b = gl.load(b_ptr + gl.expand_dims(rn, 1) * BK + gl.expand_dims(rk, 0))
+        swizzled: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+        a_s = gl.allocate_shared_memory(gl.bfloat16, [BM, BK], swizzled, a)
+        b_s = gl.allocate_shared_memory(gl.bfloat16, [BN, BK], swizzled, b)
+        hopper.fence_async_shared()
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+        acc = hopper.warpgroup_mma(a_s, b_s.permute((1, 0)), gl.zeros((BM, BN), gl.float32, acc_layout),
+                                   is_async=True)
+        acc = hopper.warpgroup_mma_wait(0, deps=[acc])
+        cn = gl.arange(0, BN, layout=gl.SliceLayout(0, io))
+        gl.store(c_ptr + gl.expand_dims(rm, 1) * BN + gl.expand_dims(cn, 0), gl.convert_layout(acc, io))
+
+    return tile_mma
+
+
+def test_a_gluon_kernel_compiles_for_hopper_without_a_gpu():
+    """Gluon has no interpreter, but its compile needs no GPU either: the panel of a Gluon kernel shows its own
+    layouts in the TTGIR and the wgmma it asked for as HGMMA in the SASS (labmagic's TRITON_INTERPRET=1 too)."""
+    kernel = _gluon_tile_mma()
+    p = triton_panel(kernel, "a_ptr: *bf16, b_ptr: *bf16, c_ptr: *fp32", {"BM": 64, "BN": 64, "BK": 64}, arch="sm_90")
+    assert p.name == "tile_mma" and p.arch == "sm_90" and "ttir" not in p.irs
+    assert "#ttg.blocked<{sizePerThread = [1, 8]" in p.irs["ttgir"] and "#ttg.nvidia_mma<{versionMajor = 3" in p.irs["ttgir"]
+    assert ".target sm_90a" in p.irs["ptx"] and "wgmma.mma_async" in p.irs["ptx"]
+    assert p.mix["HGMMA"] == 4 and p.mix["LDG"] == 8 and p.shared == 2 * 64 * 64 * 2  # two bf16 tiles, 8 KB each
+    assert p.registers > 0 and not p.spills

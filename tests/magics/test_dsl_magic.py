@@ -69,3 +69,51 @@ def helion_double(x: torch.Tensor) -> torch.Tensor:
         shell.cell_magic("dsl", "helion", "y = 1\n\nz = y / 0\n")
     frames = [f for f in traceback.extract_tb(info.value.__traceback__) if f.filename.startswith("<%%dsl helion")]
     assert frames and frames[-1].lineno == 3 and frames[-1].line == "z = y / 0"
+
+
+GLUON_CELL = """\
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+
+@gluon.jit
+def gluon_scale_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])  # 16 bytes of fp32 a thread
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+    mask = offs < n
+    gl.store(y_ptr + offs, 2.0 * gl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def gluon_scale(x):
+    y = torch.empty_like(x)
+    gluon_scale_kernel[(triton.cdiv(x.numel(), 512),)](x, y, x.numel(), BLOCK=512)
+    return y
+
+
+panel = labmagic.triton_panel(gluon_scale_kernel, "x_ptr: *fp32, y_ptr: *fp32, n: i32", {"BLOCK": 512})
+if labmagic.has_gpu():
+    gluon_scale(torch.randn(1000, device="cuda"))
+"""
+
+
+def test_a_gluon_compile_cell_compiles_without_a_gpu_and_its_variants_stay_stand_ins(shell, capsys):
+    """``--compile``: the cell runs on a machine without a GPU, so its kernel's panel is there (the layout it
+    asked for, and SASS); the variant it defines cannot run here and reads needs_gpu."""
+    pytest.importorskip("triton.experimental.gluon")
+    if labmagic.has_gpu():
+        pytest.skip("the compile-only path is the no-GPU one")
+    shell.run("import labmagic, triton")
+    shell.cell_magic("dsl", "gluon -d gluon_scale", GLUON_CELL)  # without --compile: skipped
+    assert "gluon: skipped, gluon has no interpreter" in capsys.readouterr().out and "panel" not in shell.ns
+    shell.cell_magic("dsl", "gluon --compile -d gluon_scale", GLUON_CELL)
+    out = capsys.readouterr().out
+    assert out.startswith(f"gluon {dsl.get('gluon').version()} (compile only: no GPU here); gluon_scale: stand-ins")
+    panel = shell.ns["panel"]
+    assert panel.arch == "sm_90" and panel.mix["LDG"] >= 1 and panel.mix["STG"] >= 1 and panel.registers > 0
+    assert "#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4]" in panel.irs["ttgir"]
+    with pytest.raises(labmagic.NoGPUError, match="gluon_scale: gluon has no interpreter"):
+        shell.ns["gluon_scale"](None)
+    # A second run of a cell that no longer defines the variant is told so, though the stand-in is still there.
+    with pytest.raises(LabError, match="did not define gluon_scale"):
+        shell.cell_magic("dsl", "gluon --compile -d gluon_scale", "x = 1")
