@@ -156,7 +156,7 @@ def compile_triton(kernel, signature=None, constexprs: dict | None = None, *, ar
         # unless interpreting: import it under the reader's setting first.
         import triton.compiler.code_generator  # noqa: F401
 
-        with triton.knobs.runtime.scope(), _language_restored():
+        with triton.knobs.runtime.scope(), _language_restored(), _helpers_compiled():
             triton.knobs.runtime.interpret = False
             compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
                                       options={"num_warps": num_warps, "num_stages": num_stages})
@@ -181,9 +181,9 @@ def _language_restored():
     """Undo what the interpreter patches into ``triton.language`` during the compile.
 
     Under TRITON_INTERPRET=1 Triton's own ``@jit`` helpers (``tl.zeros``, ``tl.cdiv``...) are interpreter
-    functions; when the code generator calls one, the interpreter patches ``triton.language`` for good, which
-    breaks every later compile and launch in the session. The compile of such a kernel fails; this keeps the
-    session usable.
+    functions; if the code generator ever calls one (one that :func:`_helpers_compiled` did not swap), the
+    interpreter patches ``triton.language`` for good, which would break every later compile and launch in the
+    session. This keeps the session usable whatever the compile does.
     """
     import triton.language as tl
 
@@ -198,6 +198,47 @@ def _language_restored():
             for name, value in before.items():
                 if vars(owner).get(name, value) is not value:
                     setattr(owner, name, value)
+
+
+#: The JIT function compiled in place of each interpreter helper, made once a session (keyed by the helper's id).
+_HELPERS: dict[int, Any] = {}
+
+
+@contextlib.contextmanager
+def _helpers_compiled():
+    """Triton's own ``@jit`` helpers as JIT functions for the duration of a compile.
+
+    Under TRITON_INTERPRET=1 the helpers in ``triton.language`` (``tl.zeros``, ``tl.max``, ``tl.cdiv``, the
+    reductions' combine functions) were made interpreter functions when Triton was imported, and the code
+    generator refuses to call those ("Unsupported function referenced"). Each is swapped for a JIT function of
+    the same Python function, so a kernel that uses them (any matmul or softmax, and Gluon's reductions) compiles
+    as it would on a GPU machine; the interpreter's own are put back afterwards.
+    """
+    import sys
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # no interpreter in this Triton: nothing to swap
+        yield
+        return
+    import triton
+
+    swapped = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("triton.language"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, InterpretedFunction):
+                jit = _HELPERS.get(id(value))
+                if jit is None:
+                    jit = _HELPERS[id(value)] = triton.JITFunction(value.fn)
+                swapped.append((module, attr, value))
+                setattr(module, attr, jit)
+    try:
+        yield
+    finally:
+        for module, attr, value in swapped:
+            setattr(module, attr, value)
 
 
 def ptxas_report(ptxas: str, ptx: str, symbol: str, gpu_name: str, fp_fusion: bool) -> tuple[str, Resources | None]:
