@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import os
 import re
@@ -188,6 +189,7 @@ def _language_restored():
     import triton.language as tl
 
     owners = [tl, tl.core, tl.tensor, tl.math, tl.core.tensor_descriptor_base]
+    _undo_leaked_patches(tl, owners)
     saved = [dict(vars(owner)) for owner in owners]
     try:
         yield
@@ -198,6 +200,32 @@ def _language_restored():
             for name, value in before.items():
                 if vars(owner).get(name, value) is not value:
                     setattr(owner, name, value)
+
+
+def _from_interpreter(value) -> bool:
+    func = value.func if isinstance(value, functools.partial) else value
+    return getattr(func, "__module__", None) == "triton.runtime.interpreter"
+
+
+def _undo_leaked_patches(tl, owners) -> None:
+    """Put back what an interpreted kernel left patched in ``triton.language`` (Triton 3.6).
+
+    A kernel run patches the language and restores it when the kernel returns, but a library helper it calls
+    (``tl.max``, ``tl.sum``: interpreter functions too) patches ``triton.language.core`` again and never restores it,
+    so ``tl.core.program_id`` stays a lambda over the interpreter's builder and every later compile fails
+    ("'ir.value' object has no attribute 'dtype'"). A builtin's patch keeps the original as its ``member`` default;
+    the others (``range``, ``multiple_of``...) are the same objects ``triton.language`` re-exports, which the kernel's
+    own scope did restore.
+    """
+    for owner in owners:
+        for name, value in list(vars(owner).items()):
+            if not _from_interpreter(value):
+                continue
+            original = (getattr(value, "__kwdefaults__", None) or {}).get("member")
+            if original is None and owner is tl.core and not _from_interpreter(getattr(tl, name, value)):
+                original = getattr(tl, name)
+            if original is not None:
+                setattr(owner, name, original)
 
 
 #: The JIT function compiled in place of each interpreter helper, made once a session (keyed by the helper's id).
