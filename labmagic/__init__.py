@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device", "triton_panel",
+    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device",
+    "triton_panel",
 ]
 
 
@@ -53,6 +54,14 @@ def triton_panel(*args, **kwargs):
     from .analysis.triton_panel import triton_panel as _triton_panel
 
     return _triton_panel(*args, **kwargs)
+
+
+def cubin_panel(*args, **kwargs):
+    """The compile panel of a CUBIN another compiler built (TileLang, CuTeDSL): registers, shared memory, occupancy
+    and SASS, without a GPU (see :func:`labmagic.analysis.cubin_panel.cubin_panel`)."""
+    from .analysis.cubin_panel import cubin_panel as _cubin_panel
+
+    return _cubin_panel(*args, **kwargs)
 
 
 def __getattr__(name):

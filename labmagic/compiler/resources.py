@@ -22,6 +22,8 @@ class Resources:
     spill_loads: int = 0
     barriers: int = 0
     cmem: int = 0
+    #: Read from a CUBIN (``cuobjdump``), not reported by ptxas: spill bytes and barriers are not known then.
+    from_cubin: bool = False
 
     @property
     def spills(self) -> bool:

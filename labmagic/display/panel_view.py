@@ -39,9 +39,10 @@ def resources_line(k) -> str:
     spills = f"spills {r.spill_stores} B st / {r.spill_loads} B ld"
     if r.spill_stores or r.spill_loads:
         spills += "  << SPILLS"
+    tail = "spills and barriers: not recorded in a CUBIN" if r.from_cubin else f"{spills} | barriers {r.barriers}"
     return (f"regs {r.registers} | smem {small_bytes(r.smem_static)}"
             + (f" + {small_bytes(k.dynamic_smem)} dynamic" if k.dynamic_smem else "")
-            + f" | stack {small_bytes(r.stack_frame)} | {spills} | barriers {r.barriers}")
+            + f" | stack {small_bytes(r.stack_frame)} | {tail}")
 
 
 def occupancy_line(k) -> str:
