@@ -228,8 +228,9 @@ def _undo_leaked_patches(tl, owners) -> None:
                 setattr(owner, name, original)
 
 
-#: The JIT function compiled in place of each interpreter helper, made once a session (keyed by the helper's id).
-_HELPERS: dict[int, Any] = {}
+#: The JIT function compiled in place of each interpreter helper, made once a session: id -> (helper, JIT function);
+#: the helper is kept, so its id cannot be reused by another object.
+_HELPERS: dict[int, tuple[Any, Any]] = {}
 
 
 @contextlib.contextmanager
@@ -257,11 +258,10 @@ def _helpers_compiled():
             continue
         for attr, value in list(vars(module).items()):
             if isinstance(value, InterpretedFunction):
-                jit = _HELPERS.get(id(value))
-                if jit is None:
-                    jit = _HELPERS[id(value)] = triton.JITFunction(value.fn)
+                if id(value) not in _HELPERS:
+                    _HELPERS[id(value)] = (value, triton.JITFunction(value.fn))
                 swapped.append((module, attr, value))
-                setattr(module, attr, jit)
+                setattr(module, attr, _HELPERS[id(value)][1])
     try:
         yield
     finally:
