@@ -10,15 +10,12 @@ so a DSL's kernel reads like a CUDA C kernel: registers, occupancy at its launch
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import subprocess
-import tempfile
 
 from ..compiler.resources import Resources
 from ..errors import LabError
 from ..tools import find_tool
-from . import panel
+from . import panel, sass
 
 #: Shared memory the system reserves in each block on sm_80 and later: the CUBIN's section counts it, the
 #: compiler's report and the occupancy rules (which add it themselves) do not.
@@ -44,11 +41,7 @@ def resource_usage(cubin: bytes, arch: str) -> dict[str, Resources]:
     """Each kernel's registers, static shared memory and stack frame, as ``cuobjdump --dump-resource-usage`` reads
     them from ``cubin``. Spill bytes are not recorded in a CUBIN: the panel's local-memory lines (``STL``/``LDL``
     in the SASS) show them."""
-    with tempfile.TemporaryDirectory(prefix="labmagic-cubin-") as folder:
-        path = os.path.join(folder, "kernel.cubin")
-        with open(path, "wb") as fh:
-            fh.write(cubin)
-        proc = subprocess.run([find_tool("cuobjdump"), "--dump-resource-usage", path], capture_output=True, text=True)
+    proc = sass.run_on_cubin(find_tool("cuobjdump"), ["--dump-resource-usage"], cubin)
     if proc.returncode != 0:
         raise LabError(f"cuobjdump could not read the CUBIN: {(proc.stderr or proc.stdout).strip()[:300]}")
     out: dict[str, Resources] = {}

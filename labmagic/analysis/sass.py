@@ -107,18 +107,23 @@ def disassemble(cubin: bytes) -> dict[str, list[Instruction]]:
 
 
 def _disassemble_uncached(cubin: bytes) -> dict[str, list[Instruction]]:
-    with tempfile.TemporaryDirectory(prefix="labmagic-sass-") as folder:
+    try:
+        tool, args = find_tool("nvdisasm"), ["-gi", "-c"]
+    except ToolMissingError:
+        tool, args = find_tool("cuobjdump"), ["-sass"]
+    proc = run_on_cubin(tool, args, cubin)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(tool)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return parse_disassembly(proc.stdout)
+
+
+def run_on_cubin(tool: str, args: list[str], cubin: bytes) -> subprocess.CompletedProcess:
+    """``tool *args FILE`` on ``cubin`` written to a temporary file (the binary utilities read files only)."""
+    with tempfile.TemporaryDirectory(prefix="labmagic-cubin-") as folder:
         path = os.path.join(folder, "kernel.cubin")
         with open(path, "wb") as fh:
             fh.write(cubin)
-        try:
-            cmd = [find_tool("nvdisasm"), "-gi", "-c", path]
-        except ToolMissingError:
-            cmd = [find_tool("cuobjdump"), "-sass", path]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return parse_disassembly(proc.stdout)
+        return subprocess.run([tool, *args, path], capture_output=True, text=True, cwd=folder)
 
 
 def source_line_of(instr: Instruction) -> int | None:
