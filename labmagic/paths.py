@@ -38,6 +38,14 @@ def check_variant_name(name) -> str:
     return name
 
 
+def check_race_name(name) -> str:
+    """``name`` if it is a race's name in its chapter (``race_fp32``), else a :class:`LabError`: it is replayed in
+    a child and names profile reports, so the ASCII identifiers of :data:`VARIANT_NAME` only."""
+    if not isinstance(name, str) or not VARIANT_NAME.fullmatch(name):
+        raise LabError(f"race name {name!r} is not a Python name (letters, digits and underscores, like race_fp32)")
+    return name
+
+
 def repo_root() -> Path:
     """The Kernel Lab checkout: ``LABMAGIC_ROOT``, else the nearest parent of cwd holding ``_toc.yml``,
     else the parent of this package (an editable install)."""

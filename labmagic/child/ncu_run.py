@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import VARIANT_NAME, chapter_path, check_chapter_name, check_variant_name, repo_root, results_dir
+from ..paths import chapter_path, check_chapter_name, check_race_name, check_variant_name, repo_root, results_dir
 from ..runtime import require_gpu
 from ..tools import find_nsight_tool
 from .ncu_report import KernelProfile, diagnose, parse_raw_csv, summary_rows
@@ -91,9 +91,7 @@ def report_path(chapter: str, variant: str, slug: str | None = None, *, race: st
     Every part is checked, since a ``..`` or ``/`` in one would put the report outside ``results/``."""
     stem = check_variant_name(variant)
     if race is not None:
-        if not (isinstance(race, str) and VARIANT_NAME.fullmatch(race)):
-            raise LabError(f"race {race!r} is not a Python name (it names a report under results/)")
-        stem += f".{race}"
+        stem += f".{check_race_name(race)}"
     if shape is not None:
         if not SHAPE_NAME.fullmatch(str(shape)):
             raise LabError(f"shape {shape!r} is not a shape name like 4096x4096 (it names a report under results/)")

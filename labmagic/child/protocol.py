@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LabError
+from ..paths import check_race_name
 
 #: Prefix of the child's record line on stdout.
 MARKER = "LABMAGIC-CHILD "
@@ -83,11 +84,7 @@ def child_command(chapter: str, variant: str, shape: str | None, mode: str, iter
 
 def race_args(race: str | None) -> list[str]:
     """``--race NAME`` for the child (nothing for the default race); the name must be a Python name."""
-    if not race:
-        return []
-    if not str(race).isidentifier():
-        raise LabError(f"race name {race!r} is not a Python name")
-    return ["--race", str(race)]
+    return ["--race", check_race_name(race)] if race else []
 
 
 def child_record(output: str) -> dict:
