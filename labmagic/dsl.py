@@ -12,7 +12,8 @@ Without a GPU:
   skipped, except a ``%%dsl gluon --compile`` cell, which runs to compile its kernels for the GPU (their compile
   panels, :func:`labmagic.triton_panel`) and guards its launches with :func:`labmagic.has_gpu`;
 - ``helion``: runs eagerly in PyTorch on the CPU (:func:`environment`);
-- ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU.
+- ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU (both compile without one, but their variants here
+  compile when first launched). TileLang builds with nvcc: :func:`environment` points ``CUDA_HOME`` at a toolkit.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import importlib.util
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import LabError, NoGPUError
 from .runtime import gpu_arch, has_gpu
+from .tools import locate
 
 
 class DSLUnavailable(LabError):
@@ -121,6 +124,8 @@ def environment(name: str):
     """The environment a DSL's cell runs in. Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly
     in PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
     decorated, so Triton's interpreter is switched off for the cell only."""
+    if name == "tilelang":
+        _point_at_toolkit()
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
     try:
@@ -130,6 +135,19 @@ def environment(name: str):
     finally:
         for key, value in saved.items():
             _set_env(key, value)
+
+
+def _point_at_toolkit() -> None:
+    """TileLang builds its kernels with nvcc and reads ``CUDA_HOME`` once, at import; its own search follows
+    ``which nvcc``, which a wrapper script misleads. Where ``CUDA_HOME`` is unset, point it at the toolkit that holds
+    the ``nvcc`` labmagic finds (kept for the session: every later compile needs the same toolkit)."""
+    if os.environ.get("CUDA_HOME"):
+        return
+    nvcc = locate("nvcc")
+    if nvcc:
+        home = Path(nvcc).resolve().parent.parent
+        if (home / "include" / "cuda.h").is_file():
+            os.environ["CUDA_HOME"] = str(home)
 
 
 def _set_env(key: str, value: str | None) -> None:

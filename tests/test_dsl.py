@@ -94,3 +94,27 @@ def test_helion_environment_swaps_the_interpreters_and_restores(monkeypatch):
     assert os.environ.get("TRITON_INTERPRET") == "1" and "HELION_INTERPRET" not in os.environ
     with dsl.environment("gluon"):
         assert os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def test_tilelang_environment_points_cuda_home_at_the_toolkit_of_nvcc(monkeypatch, tmp_path):
+    import os
+
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "include").mkdir()
+    (toolkit / "include" / "cuda.h").write_text("")
+    nvcc = toolkit / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nvcc").symlink_to(nvcc)  # a link on PATH, as /usr/local/cuda/bin often is
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    with dsl.environment("helion"):
+        assert "CUDA_HOME" not in os.environ  # only TileLang needs it
+    with dsl.environment("tilelang"):
+        assert os.environ["CUDA_HOME"] == str(toolkit)
+    assert os.environ["CUDA_HOME"] == str(toolkit)  # kept: TileLang's later compiles use it too
+    monkeypatch.setenv("CUDA_HOME", "/opt/my-cuda")
+    with dsl.environment("tilelang"):
+        assert os.environ["CUDA_HOME"] == "/opt/my-cuda"  # the user's choice stands
