@@ -22,8 +22,10 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,8 @@ class DSL:
     interpret: bool    #: runs on a machine without a GPU (an interpreter or eager mode)
     min_arch: int = 80  #: the oldest compute capability (major * 10 + minor) its variants here compile for
     compiles: bool = False  #: compiles its kernels for a GPU that this machine does not have (``%%dsl --compile``)
+    #: loggers that report every compile at INFO into the cell's output; labmagic keeps them at WARNING
+    loggers: tuple[str, ...] = ()
 
     def version(self) -> str:
         try:
@@ -56,7 +60,7 @@ class DSL:
 DSLS: dict[str, DSL] = {d.name: d for d in (
     DSL("gluon", "triton.experimental.gluon", "triton", interpret=False, compiles=True),
     DSL("helion", "helion", "helion", interpret=True),
-    DSL("tilelang", "tilelang", "tilelang", interpret=False),
+    DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",)),
     DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90),
 )}
 
@@ -109,6 +113,8 @@ def _import_error(dsl: DSL) -> DSLUnavailable | None:
             text = str(exc).strip().splitlines()
             return DSLUnavailable(f"{dsl.name} {dsl.version()} does not import here: {type(exc).__name__}: "
                                   f"{text[0] if text else ''}"[:300])
+    for logger in dsl.loggers:  # after the import, which sets their level
+        logging.getLogger(logger).setLevel(logging.WARNING)
     return None
 
 
@@ -126,6 +132,8 @@ def environment(name: str):
     decorated, so Triton's interpreter is switched off for the cell only."""
     if name == "tilelang":
         _point_at_toolkit()
+    if name == "cutedsl":
+        _dump_outside_the_book()
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
     try:
@@ -148,6 +156,14 @@ def _point_at_toolkit() -> None:
         home = Path(nvcc).resolve().parent.parent
         if (home / "include" / "cuda.h").is_file():
             os.environ["CUDA_HOME"] = str(home)
+
+
+def _dump_outside_the_book() -> None:
+    """CuTeDSL writes the PTX and CUBIN that a compile keeps (``--keep-ptx``, ``--keep-cubin``: a compile panel's
+    inputs) into ``CUTE_DSL_DUMP_DIR``, by default the working directory, which for a chapter is ``book/``. Where
+    it is unset, point it at a temporary folder (kept for the session, as CuTeDSL reads it at each compile)."""
+    if not os.environ.get("CUTE_DSL_DUMP_DIR"):
+        os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="labmagic-cutedsl-")
 
 
 def _set_env(key: str, value: str | None) -> None:

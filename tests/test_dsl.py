@@ -118,3 +118,28 @@ def test_tilelang_environment_points_cuda_home_at_the_toolkit_of_nvcc(monkeypatc
     monkeypatch.setenv("CUDA_HOME", "/opt/my-cuda")
     with dsl.environment("tilelang"):
         assert os.environ["CUDA_HOME"] == "/opt/my-cuda"  # the user's choice stands
+
+
+def test_cutedsl_environment_keeps_its_kept_artifacts_out_of_the_working_directory(monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUTE_DSL_DUMP_DIR", raising=False)
+    with dsl.environment("cutedsl"):
+        dump = os.environ["CUTE_DSL_DUMP_DIR"]
+        assert os.path.isdir(dump) and not dump.startswith(str(tmp_path))
+    assert os.environ["CUTE_DSL_DUMP_DIR"] == dump  # kept: CuTeDSL reads it at every compile
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path / "mine"))
+    with dsl.environment("cutedsl"):
+        assert os.environ["CUTE_DSL_DUMP_DIR"] == str(tmp_path / "mine")
+
+
+def test_a_dsls_chatty_loggers_are_kept_at_warning_once_it_imports(monkeypatch):
+    import logging
+
+    monkeypatch.setitem(dsl.DSLS, "chatty", dsl.DSL("chatty", "json", "json", interpret=True,
+                                                     loggers=("labmagic-test-chatty",)))
+    logger = logging.getLogger("labmagic-test-chatty")
+    logger.setLevel(logging.INFO)  # as a DSL's import leaves it
+    assert dsl.why_not("chatty") is None
+    assert logger.level == logging.WARNING
