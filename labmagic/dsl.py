@@ -87,6 +87,7 @@ def why_not(name: str) -> LabError | None:
     GPU older than the DSL's ``min_arch``, is :class:`~labmagic.NoGPUError` (``needs_gpu``, as a CUDA variant's
     row reads there). The DSL is imported, in its :func:`environment`, only when it could run."""
     dsl = get(name)
+    _prepare(name)
     if not _importable(dsl.module):
         return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{name}]')")
     if not has_gpu() and not dsl.interpret:
@@ -102,6 +103,7 @@ def compiles_here(name: str) -> bool:
     there is no GPU, and the DSL is installed, imports, and compiles for a GPU it does not see (Gluon: the whole
     pipeline down to the CUBIN runs on the CPU)."""
     dsl = get(name)
+    _prepare(name)
     return dsl.compiles and not has_gpu() and _importable(dsl.module) and _import_error(dsl) is None
 
 
@@ -130,10 +132,7 @@ def environment(name: str):
     """The environment a DSL's cell runs in. Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly
     in PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
     decorated, so Triton's interpreter is switched off for the cell only."""
-    if name == "tilelang":
-        _point_at_toolkit()
-    if name == "cutedsl":
-        _dump_outside_the_book()
+    _prepare(name)
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
     try:
@@ -143,6 +142,15 @@ def environment(name: str):
     finally:
         for key, value in saved.items():
             _set_env(key, value)
+
+
+def _prepare(name: str) -> None:
+    """What a DSL reads from the environment once, when its package is first imported, set before anything imports
+    it (finding a submodule imports its parent package)."""
+    if name == "tilelang":
+        _point_at_toolkit()
+    elif name == "cutedsl":
+        _dump_outside_the_book()
 
 
 def _point_at_toolkit() -> None:
@@ -161,7 +169,7 @@ def _point_at_toolkit() -> None:
 def _dump_outside_the_book() -> None:
     """CuTeDSL writes the PTX and CUBIN that a compile keeps (``--keep-ptx``, ``--keep-cubin``: a compile panel's
     inputs) into ``CUTE_DSL_DUMP_DIR``, by default the working directory, which for a chapter is ``book/``. Where
-    it is unset, point it at a temporary folder (kept for the session, as CuTeDSL reads it at each compile)."""
+    it is unset, point it at a temporary folder (kept for the session: CuTeDSL reads it when it is imported)."""
     if not os.environ.get("CUTE_DSL_DUMP_DIR"):
         os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="labmagic-cutedsl-")
 

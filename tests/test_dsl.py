@@ -128,7 +128,7 @@ def test_cutedsl_environment_keeps_its_kept_artifacts_out_of_the_working_directo
     with dsl.environment("cutedsl"):
         dump = os.environ["CUTE_DSL_DUMP_DIR"]
         assert os.path.isdir(dump) and not dump.startswith(str(tmp_path))
-    assert os.environ["CUTE_DSL_DUMP_DIR"] == dump  # kept: CuTeDSL reads it at every compile
+    assert os.environ["CUTE_DSL_DUMP_DIR"] == dump  # kept: CuTeDSL reads it once, when imported
     monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path / "mine"))
     with dsl.environment("cutedsl"):
         assert os.environ["CUTE_DSL_DUMP_DIR"] == str(tmp_path / "mine")
@@ -143,3 +143,21 @@ def test_a_dsls_chatty_loggers_are_kept_at_warning_once_it_imports(monkeypatch):
     logger.setLevel(logging.INFO)  # as a DSL's import leaves it
     assert dsl.why_not("chatty") is None
     assert logger.level == logging.WARNING
+
+
+def test_the_environment_a_dsl_reads_at_import_is_set_before_anything_imports_it(monkeypatch):
+    """Finding ``cutlass.cute`` imports ``cutlass``, whose settings read CUTE_DSL_DUMP_DIR then: set it first."""
+    import importlib.util
+    import os
+
+    monkeypatch.delenv("CUTE_DSL_DUMP_DIR", raising=False)
+    seen = []
+    find_spec = importlib.util.find_spec
+
+    def spy(module, *args):
+        seen.append((module, os.environ.get("CUTE_DSL_DUMP_DIR")))
+        return find_spec(module, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", spy)
+    dsl.why_not("cutedsl")
+    assert [m for m, _ in seen] == ["cutlass.cute"] and seen[0][1]
