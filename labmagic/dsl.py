@@ -129,9 +129,10 @@ def header(name: str, compile_only: bool = False) -> str:
 
 @contextlib.contextmanager
 def environment(name: str):
-    """The environment a DSL's cell runs in. Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly
-    in PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
-    decorated, so Triton's interpreter is switched off for the cell only."""
+    """The environment a DSL's cell runs in. First what the DSL reads once at import (:func:`_prepare`), kept for
+    the session. Then, for the cell only, Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly in
+    PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
+    decorated, so Triton's interpreter is switched off for the cell."""
     _prepare(name)
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
