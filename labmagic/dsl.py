@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,9 @@ class DSL:
     compiles: bool = False  #: compiles its kernels for a GPU that this machine does not have (``%%dsl --compile``)
     #: loggers that report every compile at INFO into the cell's output; labmagic keeps them at WARNING
     loggers: tuple[str, ...] = ()
+    #: sets what the DSL reads from the environment once, at import; run before anything imports it (finding a
+    #: submodule imports its parent package) and kept for the session
+    prepare: Callable[[], None] | None = None
 
     def version(self) -> str:
         try:
@@ -56,12 +60,34 @@ class DSL:
             return "-"
 
 
+def _point_at_toolkit() -> None:
+    """TileLang builds its kernels with nvcc and reads ``CUDA_HOME`` once, at import; its own search follows
+    ``which nvcc``, which a wrapper script misleads. Where ``CUDA_HOME`` is unset, point it at the toolkit that holds
+    the ``nvcc`` labmagic finds (kept for the session: every later compile needs the same toolkit)."""
+    if os.environ.get("CUDA_HOME"):
+        return
+    nvcc = locate("nvcc")
+    if nvcc:
+        home = Path(nvcc).resolve().parent.parent
+        if (home / "include" / "cuda.h").is_file():
+            os.environ["CUDA_HOME"] = str(home)
+
+
+def _dump_outside_the_book() -> None:
+    """CuTeDSL writes the PTX and CUBIN that a compile keeps (``--keep-ptx``, ``--keep-cubin``: a compile panel's
+    inputs) into ``CUTE_DSL_DUMP_DIR``, by default the working directory, which for a chapter is ``book/``. Where
+    it is unset, point it at a temporary folder (kept for the session: CuTeDSL reads it when it is imported)."""
+    if not os.environ.get("CUTE_DSL_DUMP_DIR"):
+        os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="labmagic-cutedsl-")
+
+
 #: The DSLs the book knows. A new one is an entry here and a ``%%dsl`` cell in a chapter, not a new harness.
 DSLS: dict[str, DSL] = {d.name: d for d in (
     DSL("gluon", "triton.experimental.gluon", "triton", interpret=False, compiles=True),
     DSL("helion", "helion", "helion", interpret=True),
-    DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",)),
-    DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90),
+    DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",), prepare=_point_at_toolkit),
+    DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90,
+        prepare=_dump_outside_the_book),
 )}
 
 
@@ -72,9 +98,11 @@ def get(name: str) -> DSL:
         raise LabError(f"unknown DSL {name!r}; labmagic knows {', '.join(DSLS)}") from None
 
 
-def _importable(module: str) -> bool:
+def _importable(dsl: DSL) -> bool:
+    if dsl.prepare is not None:
+        dsl.prepare()
     try:
-        return importlib.util.find_spec(module) is not None
+        return importlib.util.find_spec(dsl.module) is not None
     except (ImportError, ValueError):  # a parent package missing, or a broken install
         return False
 
@@ -87,8 +115,7 @@ def why_not(name: str) -> LabError | None:
     GPU older than the DSL's ``min_arch``, is :class:`~labmagic.NoGPUError` (``needs_gpu``, as a CUDA variant's
     row reads there). The DSL is imported, in its :func:`environment`, only when it could run."""
     dsl = get(name)
-    _prepare(name)
-    if not _importable(dsl.module):
+    if not _importable(dsl):
         return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{name}]')")
     if not has_gpu() and not dsl.interpret:
         return NoGPUError(f"{name} has no interpreter: its variants need a GPU")
@@ -103,8 +130,7 @@ def compiles_here(name: str) -> bool:
     there is no GPU, and the DSL is installed, imports, and compiles for a GPU it does not see (Gluon: the whole
     pipeline down to the CUBIN runs on the CPU)."""
     dsl = get(name)
-    _prepare(name)
-    return dsl.compiles and not has_gpu() and _importable(dsl.module) and _import_error(dsl) is None
+    return dsl.compiles and not has_gpu() and _importable(dsl) and _import_error(dsl) is None
 
 
 def _import_error(dsl: DSL) -> DSLUnavailable | None:
@@ -129,11 +155,13 @@ def header(name: str, compile_only: bool = False) -> str:
 
 @contextlib.contextmanager
 def environment(name: str):
-    """The environment a DSL's cell runs in. First what the DSL reads once at import (:func:`_prepare`), kept for
+    """The environment a DSL's cell runs in. First what the DSL reads once at import (its ``prepare``), kept for
     the session. Then, for the cell only, Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly in
     PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
     decorated, so Triton's interpreter is switched off for the cell."""
-    _prepare(name)
+    prepare = get(name).prepare
+    if prepare is not None:
+        prepare()
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
     try:
@@ -143,36 +171,6 @@ def environment(name: str):
     finally:
         for key, value in saved.items():
             _set_env(key, value)
-
-
-def _prepare(name: str) -> None:
-    """What a DSL reads from the environment once, when its package is first imported, set before anything imports
-    it (finding a submodule imports its parent package)."""
-    if name == "tilelang":
-        _point_at_toolkit()
-    elif name == "cutedsl":
-        _dump_outside_the_book()
-
-
-def _point_at_toolkit() -> None:
-    """TileLang builds its kernels with nvcc and reads ``CUDA_HOME`` once, at import; its own search follows
-    ``which nvcc``, which a wrapper script misleads. Where ``CUDA_HOME`` is unset, point it at the toolkit that holds
-    the ``nvcc`` labmagic finds (kept for the session: every later compile needs the same toolkit)."""
-    if os.environ.get("CUDA_HOME"):
-        return
-    nvcc = locate("nvcc")
-    if nvcc:
-        home = Path(nvcc).resolve().parent.parent
-        if (home / "include" / "cuda.h").is_file():
-            os.environ["CUDA_HOME"] = str(home)
-
-
-def _dump_outside_the_book() -> None:
-    """CuTeDSL writes the PTX and CUBIN that a compile keeps (``--keep-ptx``, ``--keep-cubin``: a compile panel's
-    inputs) into ``CUTE_DSL_DUMP_DIR``, by default the working directory, which for a chapter is ``book/``. Where
-    it is unset, point it at a temporary folder (kept for the session: CuTeDSL reads it when it is imported)."""
-    if not os.environ.get("CUTE_DSL_DUMP_DIR"):
-        os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="labmagic-cutedsl-")
 
 
 def _set_env(key: str, value: str | None) -> None:

@@ -109,7 +109,8 @@ def test_tilelang_environment_points_cuda_home_at_the_toolkit_of_nvcc(monkeypatc
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "nvcc").symlink_to(nvcc)  # a link on PATH, as /usr/local/cuda/bin often is
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.setenv("CUDA_HOME", "")  # recorded, so the value the test leaves is undone after it
+    monkeypatch.delenv("CUDA_HOME")
     with dsl.environment("helion"):
         assert "CUDA_HOME" not in os.environ  # only TileLang needs it
     with dsl.environment("tilelang"):
@@ -124,7 +125,8 @@ def test_cutedsl_environment_keeps_its_kept_artifacts_out_of_the_working_directo
     import os
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("CUTE_DSL_DUMP_DIR", raising=False)
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", "")  # recorded, so the value the test leaves is undone after it
+    monkeypatch.delenv("CUTE_DSL_DUMP_DIR")
     with dsl.environment("cutedsl"):
         dump = os.environ["CUTE_DSL_DUMP_DIR"]
         assert os.path.isdir(dump) and not dump.startswith(str(tmp_path))
@@ -150,7 +152,8 @@ def test_the_environment_a_dsl_reads_at_import_is_set_before_anything_imports_it
     import importlib.util
     import os
 
-    monkeypatch.delenv("CUTE_DSL_DUMP_DIR", raising=False)
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", "")  # recorded, so the value the test leaves is undone after it
+    monkeypatch.delenv("CUTE_DSL_DUMP_DIR")
     seen = []
     find_spec = importlib.util.find_spec
 
