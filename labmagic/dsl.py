@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,14 @@ def _point_at_toolkit() -> None:
             os.environ["CUDA_HOME"] = str(home)
 
 
+def _prepare_tilelang() -> None:
+    """TileLang: the toolkit (:func:`_point_at_toolkit`), and no warning from the progress bar it imports: under a
+    Jupyter kernel without ipywidgets, ``tqdm.auto`` warns "IProgress not found" into the cell's output, about a
+    widget the book never shows (TileLang's autotuner is not used)."""
+    _point_at_toolkit()
+    warnings.filterwarnings("ignore", message="IProgress not found")
+
+
 def _dump_outside_the_book() -> None:
     """CuTeDSL writes the PTX and CUBIN that a compile keeps (``--keep-ptx``, ``--keep-cubin``: a compile panel's
     inputs) into ``CUTE_DSL_DUMP_DIR``, by default the working directory, which for a chapter is ``book/``. Where
@@ -85,7 +94,7 @@ def _dump_outside_the_book() -> None:
 DSLS: dict[str, DSL] = {d.name: d for d in (
     DSL("gluon", "triton.experimental.gluon", "triton", interpret=False, compiles=True),
     DSL("helion", "helion", "helion", interpret=True),
-    DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",), prepare=_point_at_toolkit),
+    DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",), prepare=_prepare_tilelang),
     DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90,
         prepare=_dump_outside_the_book),
 )}

@@ -121,6 +121,19 @@ def test_tilelang_environment_points_cuda_home_at_the_toolkit_of_nvcc(monkeypatc
         assert os.environ["CUDA_HOME"] == "/opt/my-cuda"  # the user's choice stands
 
 
+def test_tilelang_environment_silences_the_progress_bar_widget_warning():
+    """TileLang imports ``tqdm.auto``, which under a Jupyter kernel without ipywidgets warns into the cell's output
+    (the H200's chapter 03 showed it). Only that warning goes: others still reach the cell."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with dsl.environment("tilelang"):
+            warnings.warn("IProgress not found. Please update jupyter and ipywidgets.", UserWarning, stacklevel=1)
+            warnings.warn("a TileLang warning the reader should see", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["a TileLang warning the reader should see"]
+
+
 def test_cutedsl_environment_keeps_its_kept_artifacts_out_of_the_working_directory(monkeypatch, tmp_path):
     import os
 

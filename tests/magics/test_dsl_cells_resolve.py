@@ -8,6 +8,7 @@ when every other DSL is missing, and asks ruff for undefined names (F821) inside
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -43,3 +44,23 @@ def test_a_dsl_cell_uses_no_name_that_the_chapter_does_not_define(before, cell, 
     undefined = [f"line {d['location']['row'] - first + 1}: {d['message']}" for d in json.loads(proc.stdout)
                  if d["location"]["row"] >= first]
     assert not undefined, f"{cell.splitlines()[0]}: " + "; ".join(undefined)
+
+
+def _helion_cells():
+    for param in _dsl_cells():
+        before, cell = param.values
+        if cell.startswith("%%dsl helion"):
+            yield pytest.param(cell, id=param.id)
+
+
+@pytest.mark.parametrize("cell", list(_helion_cells()))
+def test_a_helion_kernel_binds_no_underscore(cell):
+    """Helion resolves a kernel's ``_`` (``n, _ = b.size()``) in the module's globals, where IPython keeps the last
+    output: a kernel compiled after a cell that showed a path fails with ``unsupported argument type PosixPath``
+    (the H200's prefill rows at f596539). A kernel body is a function that tiles with ``hl.tile``."""
+    tree = ast.parse(_python(cell))
+    kernels = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+               and any(isinstance(n, ast.Attribute) and n.attr == "tile" for n in ast.walk(f))]
+    assert kernels, "no Helion kernel body found in the cell"
+    bad = [f"{f.name}, line {n.lineno}" for f in kernels for n in ast.walk(f) if isinstance(n, ast.Name) and n.id == "_"]
+    assert not bad, "a Helion kernel binds `_`: " + "; ".join(bad)
