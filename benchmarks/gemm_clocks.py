@@ -1,31 +1,45 @@
-"""What the SM clock and board power do while chapter 06's best GEMMs run back to back at 8192^3 and 4096^3.
+"""What the SM clock and board power do while chapter 06's best GEMMs run, sustained and in ``%bench``'s race.
 
 Chapter 06's %bench run measured cuBLAS 11% slower at 8192^3 than at 4096^3 while Triton's TMA kernel lost
 1%. At 700 W an H200 lowers its clock when a kernel draws more power, so a kernel's TFLOP/s at a size that runs
-long enough to heat the board is partly a power question. This script runs each variant in a loop for a few
-seconds (the same inputs, no L2 eviction: the question is sustained draw, not one call), samples
-``nvidia-smi`` every 100 ms meanwhile, and reports the median SM clock, power and TFLOP/s of the loop, and the
-work per clock cycle (TFLOP/s / GHz), which separates a slower clock from a slower kernel.
+long enough to heat the board is partly a power question. Two modes:
+
+- sustained (default): each variant in a loop for a few seconds (the same inputs, no L2 eviction: the question
+  is sustained draw, not one call), ``nvidia-smi`` sampled every 100 ms; the median SM clock, power and
+  TFLOP/s of the loop, and the work per clock cycle (TFLOP/s / GHz), which separates a slower clock from a
+  slower kernel. Writes ``results/<gpu>/gemm_clocks.csv``.
+- ``--race``: each variant timed exactly as ``%bench`` times it (:class:`labmagic.timing.CudaTimer`: L2
+  eviction, a short sleep, events around each call, about 100 ms of calls), in the race's order, then in the
+  reverse order, then interleaved (a few calls of each variant in turn, rotating which goes first), while NVML
+  is sampled every few milliseconds: the SM clock, the power and the reasons the clock is held down, each
+  sample given to the variant whose timing window it falls in. If a kernel's TFLOP/s in the race depends on
+  where it runs in the order, the race ranks power states, not kernels. Writes
+  ``results/<gpu>/gemm_race_clocks.csv``.
 
 It replays ``book/06_tensor_core_gemm.ipynb`` up to its first ``%bench`` cell (size "quick") and uses the
-chapter's launchers. Writes ``results/<gpu>/gemm_clocks.csv``.
+chapter's launchers (a DSL variant whose package is not installed is left out).
 
-    python benchmarks/gemm_clocks.py
+    python benchmarks/gemm_clocks.py [--race] [--shapes 8192 4096]
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = ("torch_cublas", "cuda_wgmma_store", "cuda_wgmma_store_cluster", "triton_tma")
+VARIANTS = ("torch_cublas", "cuda_wgmma_store", "cuda_wgmma_store_cluster", "triton_tma", "gluon_gemm",
+            "tilelang_gemm", "cutedsl_gemm")
 SECONDS = 4.0
+# NVML's clock-event reasons (nvmlClocksEventReason*): the bits that say why the SM clock is below its maximum.
+REASONS = {"power": 0x4, "hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
 
 
 def sampled(fn, args: tuple, seconds: float) -> tuple[float, list[tuple[float, float]]]:
@@ -60,7 +74,91 @@ def sampled(fn, args: tuple, seconds: float) -> tuple[float, list[tuple[float, f
     return begin.elapsed_time(end) / calls, samples[len(samples) // 4:]  # the first quarter: still heating
 
 
+class NvmlSampler(threading.Thread):
+    """NVML read every ``period_s`` on a thread: (host time, SM MHz, W, clock-event reason bits, deg C)."""
+
+    def __init__(self, period_s: float = 0.005):
+        super().__init__(daemon=True)
+        import pynvml
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        self.period_s = period_s
+        self.samples: list[tuple[float, float, float, int, float]] = []
+        self._stop = threading.Event()
+        reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+
+    def run(self) -> None:
+        nv, h = self.nvml, self.handle
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                                 nv.nvmlDeviceGetPowerUsage(h) / 1e3, self._reasons(h),
+                                 nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)))
+            time.sleep(self.period_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()
+        self.nvml.nvmlShutdown()
+
+    def window(self, t0: float, t1: float) -> dict[str, float]:
+        """Medians of the samples in [t0, t1], and the share of them held down for each reason."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if not inside:
+            return {"sm_mhz": float("nan"), "power_w": float("nan"), "temp_c": float("nan"), "nvml_samples": 0}
+        out = {"sm_mhz": statistics.median(s[1] for s in inside), "power_w": statistics.median(s[2] for s in inside),
+               "temp_c": statistics.median(s[4] for s in inside), "nvml_samples": len(inside)}
+        for name, bit in REASONS.items():
+            out[f"share_{name}"] = sum(1 for s in inside if s[3] & bit) / len(inside)
+        return out
+
+
+def race_rows(ns: dict, names: list[str], n: int, sampler: NvmlSampler) -> list[dict]:
+    """Time each variant at n^3 as %bench does, forward, reversed and interleaved; one row per timing."""
+    from labmagic.timing import CudaTimer
+
+    sets = [ns["make_inputs"](n, n, n) for _ in range(2)]
+    flops = 2 * n ** 3
+    rows = []
+
+    def timed(order: str, position: int, name: str, timer: CudaTimer) -> None:
+        t0 = time.perf_counter()
+        timing = timer.time(ns[name], sets)
+        t1 = time.perf_counter()
+        med = statistics.median(timing.times)
+        clocks = sampler.window(t0, t1)
+        tflops = flops / med / 1e9
+        rows.append({"order": order, "position": position, "variant": name, "shape": f"{n}x{n}x{n}",
+                     "calls": len(timing.times), "ms_median": f"{med:.4f}", "ms_min": f"{min(timing.times):.4f}",
+                     "tflops": f"{tflops:.1f}", "tflops_best": f"{flops / min(timing.times) / 1e9:.1f}",
+                     "sm_mhz_median": f"{clocks['sm_mhz']:.0f}", "power_w_median": f"{clocks['power_w']:.0f}",
+                     "tflop_per_ghz": f"{tflops / (clocks['sm_mhz'] / 1000):.1f}",
+                     "temp_c": f"{clocks['temp_c']:.0f}", "nvml_samples": clocks["nvml_samples"],
+                     **{k: f"{v:.2f}" for k, v in clocks.items() if k.startswith("share_")}})
+        r = rows[-1]
+        print(f"{order:<11} {position:>2} {name:<26} {n}^3 {r['tflops']:>7} TFLOP/s (best {r['tflops_best']:>6})"
+              f"  SM {r['sm_mhz_median']:>5} MHz  {r['power_w_median']:>4} W  {r['temp_c']} C"
+              f"  {r['tflop_per_ghz']:>6} /GHz  power-capped {r.get('share_power', '-')}", flush=True)
+
+    race = CudaTimer()  # %bench's defaults: ~25 ms of warm-up, ~100 ms of calls
+    for i, name in enumerate(names):
+        timed("forward", i, name, race)
+    for i, name in enumerate(reversed(names)):
+        timed("reverse", i, name, race)
+    short = CudaTimer(rep_ms=12.0, warmup_ms=3.0, min_reps=8)
+    for r in range(len(names) * 2):
+        for i in range(len(names)):
+            timed("interleaved", i, names[(r + i) % len(names)], short)
+    return rows
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--race", action="store_true", help="time as %%bench does, in three orders, NVML sampled")
+    parser.add_argument("--shapes", type=int, nargs="+", default=[8192, 4096], help="square sizes (default 8192 4096)")
+    args = parser.parse_args()
     import labmagic
 
     if not labmagic.has_gpu():
@@ -71,10 +169,27 @@ def main() -> None:
     from labmagic.store.table_csv import write_table
 
     ns = load_chapter("06_tensor_core_gemm", parameters={"size": "quick"})
+    def runs(v: str) -> bool:  # defined, and not a skipped DSL's stand-in
+        return v in ns and not getattr(ns[v], "labmagic_stand_in", False)
+
+    names = [v for v in VARIANTS if runs(v)]
+    missing = [v for v in VARIANTS if not runs(v)]
+    if missing:
+        print(f"not defined in this environment (a DSL not installed): {', '.join(missing)}")
     rows = []
-    for n in (8192, 4096):
+    if args.race:
+        sampler = NvmlSampler()
+        sampler.start()
+        try:
+            for n in args.shapes:
+                rows.extend(race_rows(ns, names, n, sampler))
+        finally:
+            sampler.stop()
+        print(f"wrote {write_table(rows, results_dir() / 'gemm_race_clocks.csv')}")
+        return
+    for n in args.shapes:
         A, B = ns["make_inputs"](n, n, n)
-        for name in VARIANTS:
+        for name in names:
             ms, samples = sampled(ns[name], (A, B), SECONDS)
             mhz = statistics.median(s[0] for s in samples)
             watts = statistics.median(s[1] for s in samples)
