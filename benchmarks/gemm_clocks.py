@@ -86,20 +86,20 @@ class NvmlSampler(threading.Thread):
         self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
         self.period_s = period_s
         self.samples: list[tuple[float, float, float, int, float]] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
         self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
 
     def run(self) -> None:
         nv, h = self.nvml, self.handle
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.samples.append((time.perf_counter(), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
                                  nv.nvmlDeviceGetPowerUsage(h) / 1e3, self._reasons(h),
                                  nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)))
             time.sleep(self.period_s)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
         self.nvml.nvmlShutdown()
 
@@ -127,12 +127,12 @@ def race_rows(ns: dict, names: list[str], n: int, sampler: NvmlSampler) -> list[
         t0 = time.perf_counter()
         timing = timer.time(ns[name], sets)
         t1 = time.perf_counter()
-        med = statistics.median(timing.times)
+        med = statistics.median(timing.times_ms)
         clocks = sampler.window(t0, t1)
         tflops = flops / med / 1e9
         rows.append({"order": order, "position": position, "variant": name, "shape": f"{n}x{n}x{n}",
-                     "calls": len(timing.times), "ms_median": f"{med:.4f}", "ms_min": f"{min(timing.times):.4f}",
-                     "tflops": f"{tflops:.1f}", "tflops_best": f"{flops / min(timing.times) / 1e9:.1f}",
+                     "calls": len(timing.times_ms), "ms_median": f"{med:.4f}", "ms_min": f"{min(timing.times_ms):.4f}",
+                     "tflops": f"{tflops:.1f}", "tflops_best": f"{flops / min(timing.times_ms) / 1e9:.1f}",
                      "sm_mhz_median": f"{clocks['sm_mhz']:.0f}", "power_w_median": f"{clocks['power_w']:.0f}",
                      "tflop_per_ghz": f"{tflops / (clocks['sm_mhz'] / 1000):.1f}",
                      "temp_c": f"{clocks['temp_c']:.0f}", "nvml_samples": clocks["nvml_samples"],

@@ -49,6 +49,15 @@ of every result row:
     the interval, which is biased *high* by JAX's host dispatch and the completion wake-up (about
     0.25-0.3 ms per call on an H200 with a recent JAX): a Pallas kernel is never flattered, and all
     but the longest look much slower than they are.
+``cuda_event+roundsN``
+    ``cuda_event`` for a race declared with ``rounds=N`` (:class:`labmagic.Race`): every variant is first
+    warmed up and probed, then each one's timed calls are split into N turns of about ``rep_ms / N``, and
+    the variants take their turns in a rotating order (round r starts with the r-th variant). A kernel that
+    runs long enough to heat the board (an H200 GEMM at 8192^3 draws its 700 W cap within milliseconds and
+    its SM clock then moves by several percent over tens of ms) is then timed across the same spread of
+    power states as its rivals, not in whatever state the previous variant left behind
+    (``benchmarks/gemm_clocks.py --race`` measures that effect). Graph-timed and JAX variants are timed
+    alone, as without rounds.
 ``wall``
     :class:`WallTimer`, ``time.perf_counter`` around each call, for CPU-only diagnostics and tests of
     the orchestration; its numbers are never written to ``results/`` automatically.
@@ -104,6 +113,60 @@ class Timing:
         return median_interval(self.times_ms)
 
 
+@dataclass
+class Prepared:
+    """A variant warmed up and probed by a timer's ``prepare``, ready for ``timed_calls``: ``reps`` calls make
+    about ``rep_ms`` of timing; ``host_ms`` is the host's time to enqueue one call."""
+
+    fn: Callable
+    input_sets: Sequence[tuple]
+    reps: int
+    host_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple], rounds: int, *,
+                   blocking: Sequence[str] = (), set_bytes: int = 0) -> dict[str, Timing | Exception]:
+    """Time several variants in turns (the ``cuda_event+roundsN`` method in the module docstring): each is
+    prepared (warm-up, probe), then round r times ``reps / rounds`` calls of each prepared variant, starting with
+    the r-th. A variant whose method is not ``cuda_event`` (``blocking``: JAX; graphs for short calls) comes back
+    from ``prepare`` already timed, alone. A variant that raises, while prepared or in any round, maps to its
+    exception and takes no further turns; the others go on. Only the last turn's output is kept per variant."""
+    results: dict[str, Timing | Exception] = {}
+    prepared: dict[str, Prepared] = {}
+    for name, fn in calls.items():
+        try:
+            ready = timer.prepare(fn, input_sets, blocking=name in blocking, set_bytes=set_bytes)
+        except Exception as exc:  # noqa: BLE001 - one variant's failure is its row's, not the race's
+            results[name] = exc
+            continue
+        if isinstance(ready, Timing):
+            results[name] = ready
+        else:
+            prepared[name] = ready
+    names = list(prepared)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    last: dict[str, Timing] = {}
+    for r in range(rounds):
+        for i in range(len(names)):
+            name = names[(r + i) % len(names)]
+            if name in results:
+                continue
+            ready = prepared[name]
+            try:
+                turn = timer.timed_calls(ready, max(1, math.ceil(ready.reps / rounds)))
+            except Exception as exc:  # noqa: BLE001
+                results[name] = exc
+                last.pop(name, None)
+                continue
+            times[name].extend(turn.times_ms)
+            last[name] = turn
+    for name, turn in last.items():
+        results[name] = Timing(times[name], f"{turn.method}+rounds{rounds}", turn.output, turn.output_set,
+                               notes=turn.notes)
+    return results
+
+
 def block_until_ready(out) -> None:
     """Wait for a JAX result (a pytree of arrays); a no-op for anything else."""
     if hasattr(out, "block_until_ready"):
@@ -128,11 +191,20 @@ class WallTimer:
 
     def time(self, fn: Callable, input_sets: Sequence[tuple], *, blocking: bool = False,
              set_bytes: int = 0) -> Timing:
+        return self.timed_calls(self.prepare(fn, input_sets), self.reps)
+
+    def prepare(self, fn: Callable, input_sets: Sequence[tuple], *, blocking: bool = False,
+                set_bytes: int = 0) -> Prepared:
+        """Warm up; what :meth:`timed_calls` needs (see :func:`time_in_rounds`)."""
         k = len(input_sets)
         for i in range(self.warmup):
             block_until_ready(fn(*input_sets[i % k]))
+        return Prepared(fn, input_sets, self.reps)
+
+    def timed_calls(self, prepared: Prepared, reps: int) -> Timing:
+        fn, input_sets, k = prepared.fn, prepared.input_sets, len(prepared.input_sets)
         times, out, idx = [], None, 0
-        for i in range(self.reps):
+        for i in range(reps):
             idx = i % k
             t0 = time.perf_counter()
             out = fn(*input_sets[idx])
@@ -236,6 +308,15 @@ class CudaTimer:
     # -- methods -----------------------------------------------------------------------------------
     def time(self, fn: Callable, input_sets: Sequence[tuple], *, blocking: bool = False,
              set_bytes: int = 0) -> Timing:
+        prepared = self.prepare(fn, input_sets, blocking=blocking, set_bytes=set_bytes)
+        if isinstance(prepared, Timing):
+            return prepared
+        return self.timed_calls(prepared, prepared.reps)
+
+    def prepare(self, fn: Callable, input_sets: Sequence[tuple], *, blocking: bool = False,
+                set_bytes: int = 0) -> Prepared | Timing:
+        """Warm up and probe the call; the finished :class:`Timing` where the method is not ``cuda_event``
+        (JAX's blocking or CUPTI timing, graphs for short calls), else what :meth:`timed_calls` needs."""
         est_ms, host_ms = self._estimate(fn, input_sets, blocking)
         if blocking:
             if self.use_cupti:
@@ -252,8 +333,12 @@ class CudaTimer:
             if timing is not None:
                 return timing
             notes.append(f"graph capture failed, timed with events: {self._graph_error}")
-        timing = self._time_events(fn, input_sets, self._reps(kernel_ms), host_ms)
-        timing.notes.extend(notes)
+        return Prepared(fn, input_sets, self._reps(kernel_ms), host_ms, notes)
+
+    def timed_calls(self, prepared: Prepared, reps: int) -> Timing:
+        """``reps`` calls of a prepared variant with events (``cuda_event``)."""
+        timing = self._time_events(prepared.fn, prepared.input_sets, reps, prepared.host_ms)
+        timing.notes.extend(prepared.notes)
         return timing
 
     def _reps(self, per_call_ms: float) -> int:

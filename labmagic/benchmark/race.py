@@ -47,9 +47,15 @@ class Race:
     rtol: float | None = None
     atol: float | None = None
     backends: Mapping[str, str] | None = None
+    rounds: int = 1
+    rep_ms: float | None = None
 
     def __post_init__(self):
         check_chapter_name(self.chapter)
+        if not isinstance(self.rounds, int) or self.rounds < 1:
+            raise LabError(f"race {self.chapter!r}: rounds must be a positive integer, got {self.rounds!r}")
+        if self.rep_ms is not None and not self.rep_ms > 0:
+            raise LabError(f"race {self.chapter!r}: rep_ms must be positive, got {self.rep_ms!r}")
         self.variants = dict(self.variants)
         for name in self.variants:
             check_variant_name(name)

@@ -175,27 +175,41 @@ def _device_of(inputs) -> str:
 def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: int, row: Row) -> list[float]:
     """Time one variant at one shape into ``row`` (status stays ``ok`` unless the re-check fails); return the
     timed samples (empty when the re-check failed)."""
+    retries0 = _first_call(race, name, input_sets, row)
+    timing = timer.time(race.variants[name], input_sets, blocking=row.backend in JAX_BACKENDS, set_bytes=set_bytes)
+    return _record(race, name, timing, input_sets, row, retries0)
+
+
+def _first_call(race: Race, name: str, input_sets: list[tuple], row: Row) -> int | None:
+    """One untimed call on a GPU, for the variant's peak memory; the allocator's retry count before timing
+    (None off the GPU)."""
+    if _device_of(input_sets[0]) != "cuda":
+        return None
+    import torch
+
+    from ..timing import block_until_ready
+
+    torch.cuda.synchronize()
+    retries0 = torch.cuda.memory_stats().get("num_alloc_retries", 0)
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = race.variants[name](*input_sets[0])
+    block_until_ready(out)
+    torch.cuda.synchronize()
+    # torch's allocator sees torch (and torch-allocated CuPy/Triton outputs), not JAX's own pool.
+    if row.backend not in JAX_BACKENDS:
+        row.peak_mem_bytes = int(torch.cuda.max_memory_allocated() - base)
+    del out
+    return retries0
+
+
+def _record(race: Race, name: str, timing, input_sets: list[tuple], row: Row, retries0: int | None) -> list[float]:
+    """Re-check the timed calls' output and fill ``row`` from ``timing``; the samples (empty on a mismatch)."""
     fn = race.variants[name]
-    on_gpu = _device_of(input_sets[0]) == "cuda"
-    if on_gpu:
+    result = recheck(race, timing.output, input_sets[timing.output_set])
+    if retries0 is not None:
         import torch
 
-        torch.cuda.synchronize()
-        retries0 = torch.cuda.memory_stats().get("num_alloc_retries", 0)
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        out = fn(*input_sets[0])
-        from ..timing import block_until_ready
-
-        block_until_ready(out)
-        torch.cuda.synchronize()
-        # torch's allocator sees torch (and torch-allocated CuPy/Triton outputs), not JAX's own pool.
-        if row.backend not in JAX_BACKENDS:
-            row.peak_mem_bytes = int(torch.cuda.max_memory_allocated() - base)
-        del out
-    timing = timer.time(fn, input_sets, blocking=row.backend in JAX_BACKENDS, set_bytes=set_bytes)
-    result = recheck(race, timing.output, input_sets[timing.output_set])
-    if on_gpu:
         row.alloc_retries = int(torch.cuda.memory_stats().get("num_alloc_retries", 0) - retries0)
         if mentions_sdpa(fn):
             row.sdpa_backend = sdpa_backend(fn, input_sets[0])
@@ -253,7 +267,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     gpu = has_gpu()
     measured = timer is not None or gpu
     if timer is None and gpu:
-        timer = _default_timer(rep_ms, warmup_ms)
+        timer = _default_timer(race.rep_ms or rep_ms, warmup_ms)  # the race's own rep_ms wins over %bench's
     spec, ceilings, notes = _roofs(target, gpu)
     verdicts = _check_all(race, names, check)
     notes += _unchecked(race, check)
@@ -406,23 +420,58 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
                 oom_at[n] = shape_str(shape)
         _release()
         return samples
-    for name in todo:
-        row = shape_rows[name]
-        try:
-            samples[name] = _measure(race, name, input_sets, timer, set_bytes, row)
-        except NoGPUError as exc:
-            row.status, row.error = NEEDS_GPU, str(exc)
-        except DSLUnavailable as exc:
-            row.status, row.error = SKIPPED, str(exc)
-        except Exception as exc:  # noqa: BLE001 - one variant's failure is a row, not the end of the sweep
-            if _is_oom(exc):
-                row.status, row.error = OOM, _describe(exc)
-                oom_at[name] = shape_str(shape)
-            else:
-                row.status, row.error = ERROR, _describe(exc)
-            _release()
+    if race.rounds > 1 and len(todo) > 1 and hasattr(timer, "prepare"):
+        samples = _measure_in_rounds(race, shape, todo, input_sets, timer, set_bytes, shape_rows, oom_at)
+    else:
+        for name in todo:
+            try:
+                samples[name] = _measure(race, name, input_sets, timer, set_bytes, shape_rows[name])
+            except Exception as exc:  # noqa: BLE001 - one variant's failure is a row, not the end of the sweep
+                _failed(shape_rows[name], exc, oom_at, shape)
     del input_sets
     _release()
+    return samples
+
+
+def _failed(row: Row, exc: BaseException, oom_at: dict, shape) -> None:
+    """A variant that raised while timed: its row says why (``needs_gpu``, ``skipped``, ``oom``, ``error``)."""
+    if isinstance(exc, NoGPUError):
+        row.status, row.error = NEEDS_GPU, str(exc)
+        return
+    if isinstance(exc, DSLUnavailable):
+        row.status, row.error = SKIPPED, str(exc)
+        return
+    if _is_oom(exc):
+        row.status, row.error = OOM, _describe(exc)
+        oom_at[row.variant] = shape_str(shape)
+    else:
+        row.status, row.error = ERROR, _describe(exc)
+    _release()
+
+
+def _measure_in_rounds(race: Race, shape, todo: list[str], input_sets: list[tuple], timer, set_bytes: int,
+                       shape_rows: dict[str, Row], oom_at: dict) -> dict[str, list[float]]:
+    """``Race(rounds=N)``: every variant's first call, then all of them timed in turns
+    (:func:`labmagic.timing.time_in_rounds`), then each re-checked and recorded."""
+    from ..timing import time_in_rounds
+
+    retries0, ready = {}, {}
+    for name in todo:
+        try:
+            retries0[name] = _first_call(race, name, input_sets, shape_rows[name])
+            ready[name] = race.variants[name]
+        except Exception as exc:  # noqa: BLE001
+            _failed(shape_rows[name], exc, oom_at, shape)
+    blocking = [n for n in ready if shape_rows[n].backend in JAX_BACKENDS]
+    timings = time_in_rounds(timer, ready, input_sets, race.rounds, blocking=blocking, set_bytes=set_bytes)
+    samples = {}
+    for name, timing in timings.items():
+        try:
+            if isinstance(timing, Exception):
+                raise timing
+            samples[name] = _record(race, name, timing, input_sets, shape_rows[name], retries0[name])
+        except Exception as exc:  # noqa: BLE001
+            _failed(shape_rows[name], exc, oom_at, shape)
     return samples
 
 
