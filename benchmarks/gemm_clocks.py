@@ -19,7 +19,11 @@ long enough to heat the board is partly a power question. Two modes:
 It replays ``book/06_tensor_core_gemm.ipynb`` up to its first ``%bench`` cell (size "quick") and uses the
 chapter's launchers (a DSL variant whose package is not installed is left out).
 
-    python benchmarks/gemm_clocks.py [--race] [--shapes 8192 4096]
+- ``--orders``: the chapter's square race in rounds (``Race(rounds=16, rep_ms=400)``), the rounds' order rotated
+  as the race, reversed, and shuffled with two seeds (:func:`order_rows`). Writes
+  ``results/<gpu>/gemm_round_orders.csv``.
+
+    python benchmarks/gemm_clocks.py [--race | --orders] [--shapes 8192 4096]
 """
 
 from __future__ import annotations
@@ -154,9 +158,45 @@ def race_rows(ns: dict, names: list[str], n: int, sampler: NvmlSampler) -> list[
     return rows
 
 
+def order_rows(ns: dict, n: int, rounds: int = 16, rep_ms: float = 400.0) -> list[dict]:
+    """The chapter's square race at n^3 as ``Race(rounds=16, rep_ms=400)`` times it (:func:`time_in_rounds`), under
+    four orders of the rounds: rotated in the race's order (each variant always after the same one), rotated
+    in the reverse order, and two seeded shuffles (a fresh permutation per round). If a kernel's share of cuBLAS
+    depends on which of these ran, the rotation carries a bias from the variant timed before it."""
+    from labmagic.timing import CudaTimer, time_in_rounds
+
+    race = ns["race_square"]
+    calls = {name: fn for name, fn in race.variants.items()
+             if not getattr(fn, "labmagic_stand_in", False) and race.backend(name) not in ("pallas", "jax")}
+    sets = [ns["make_inputs"](n, n, n) for _ in range(2)]
+    rows = []
+    orders = [("rotated", list(calls), None), ("rotated_reversed", list(reversed(calls)), None),
+              ("shuffled_seed0", list(calls), 0), ("shuffled_seed1", list(calls), 1)]
+    for label, names, seed in orders:
+        timer = CudaTimer(rep_ms=rep_ms)
+        timings = time_in_rounds(timer, {name: calls[name] for name in names}, sets, rounds, shuffle=seed)
+        ref = statistics.median(timings["torch"].times_ms)
+        for name in calls:
+            timing = timings[name]
+            if isinstance(timing, Exception):
+                print(f"{label:<17} {name:<26} {type(timing).__name__}: {timing}")
+                continue
+            med = statistics.median(timing.times_ms)
+            rows.append({"order": label, "variant": name, "shape": f"{n}x{n}x{n}", "rounds": rounds,
+                         "calls": len(timing.times_ms), "ms_median": f"{med:.4f}",
+                         "tflops": f"{2 * n ** 3 / med / 1e9:.1f}", "vs_cublas": f"{ref / med:.4f}",
+                         "method": timing.method})
+            r = rows[-1]
+            print(f"{label:<17} {name:<26} {n}^3 {r['tflops']:>7} TFLOP/s  {float(r['vs_cublas']):6.3f}x cuBLAS",
+                  flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--race", action="store_true", help="time as %%bench does, in three orders, NVML sampled")
+    parser.add_argument("--orders", action="store_true",
+                        help="the square race in 16 rounds, rotated, reversed and shuffled (see order_rows)")
     parser.add_argument("--shapes", type=int, nargs="+", default=[8192, 4096], help="square sizes (default 8192 4096)")
     args = parser.parse_args()
     import labmagic
@@ -177,6 +217,11 @@ def main() -> None:
     if missing:
         print(f"not defined in this environment (a DSL not installed): {', '.join(missing)}")
     rows = []
+    if args.orders:
+        for n in args.shapes:
+            rows.extend(order_rows(ns, n))
+        print(f"wrote {write_table(rows, results_dir() / 'gemm_round_orders.csv')}")
+        return
     if args.race:
         sampler = NvmlSampler()
         sampler.start()

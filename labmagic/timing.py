@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import statistics
 import tempfile
 import time
@@ -125,13 +126,24 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
+def round_orders(names: Sequence[str], rounds: int, shuffle: int | None = None) -> list[list[str]]:
+    """The order of each round: rotated (round r starts with the r-th name, the cyclic order kept, so each
+    variant always follows the same one), or, with a ``shuffle`` seed, a fresh random permutation per round."""
+    if shuffle is None:
+        return [[names[(r + i) % len(names)] for i in range(len(names))] for r in range(rounds)]
+    rng = random.Random(shuffle)
+    return [rng.sample(list(names), len(names)) for _ in range(rounds)]
+
+
 def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple], rounds: int, *,
-                   blocking: Sequence[str] = (), set_bytes: int = 0) -> dict[str, Timing | Exception]:
+                   blocking: Sequence[str] = (), set_bytes: int = 0,
+                   shuffle: int | None = None) -> dict[str, Timing | Exception]:
     """Time several variants in turns (the ``cuda_event+roundsN`` method in the module docstring): each is
-    prepared (warm-up, probe), then round r times ``reps / rounds`` calls of each prepared variant, starting with
-    the r-th. A variant whose method is not ``cuda_event`` (``blocking``: JAX; graphs for short calls) comes back
-    from ``prepare`` already timed, alone. A variant that raises, while prepared or in any round, maps to its
-    exception and takes no further turns; the others go on. Only the last turn's output is kept per variant."""
+    prepared (warm-up, probe), then each round times ``reps / rounds`` calls of each prepared variant, in the
+    order :func:`round_orders` gives. A variant whose method is not ``cuda_event`` (``blocking``: JAX; graphs for
+    short calls) comes back from ``prepare`` already timed, alone. A variant that raises, while prepared or in any
+    round, maps to its exception and takes no further turns; the others go on. Only the last turn's output is
+    kept per variant."""
     results: dict[str, Timing | Exception] = {}
     prepared: dict[str, Prepared] = {}
     for name, fn in calls.items():
@@ -147,9 +159,8 @@ def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple
     names = list(prepared)
     times: dict[str, list[float]] = {name: [] for name in names}
     last: dict[str, Timing] = {}
-    for r in range(rounds):
-        for i in range(len(names)):
-            name = names[(r + i) % len(names)]
+    for order in round_orders(names, rounds, shuffle):
+        for name in order:
             if name in results:
                 continue
             ready = prepared[name]

@@ -11,7 +11,7 @@ import torch
 import labmagic
 from labmagic.benchmark import Race, bench
 from labmagic.errors import LabError
-from labmagic.timing import WallTimer, time_in_rounds
+from labmagic.timing import WallTimer, round_orders, time_in_rounds
 
 pytestmark = pytest.mark.skipif(labmagic.has_gpu(), reason="CPU-mode behaviour (the wall-clock timer)")
 
@@ -88,3 +88,14 @@ def test_without_rounds_each_variant_is_timed_in_one_go():
 def test_bad_rounds_or_rep_ms_is_refused_where_the_race_is_made(bad):
     with pytest.raises(LabError, match="rounds must be|rep_ms must be"):
         race({"torch": torch.add}, **bad)
+
+
+def test_round_orders_rotate_or_shuffle_every_round():
+    names = ["a", "b", "c", "d"]
+    rotated = round_orders(names, 4)
+    assert rotated == [list("abcd"), list("bcda"), list("cdab"), list("dabc")]
+    shuffled = round_orders(names, 8, shuffle=3)
+    assert all(sorted(order) == names for order in shuffled)  # every round a permutation
+    assert shuffled == round_orders(names, 8, shuffle=3)  # the seed makes it reproducible
+    predecessors = {order[order.index("b") - 1] for order in shuffled if order.index("b") > 0}
+    assert len(predecessors) > 1  # b does not always follow the same variant, as under rotation
