@@ -49,15 +49,17 @@ of every result row:
     the interval, which is biased *high* by JAX's host dispatch and the completion wake-up (about
     0.25-0.3 ms per call on an H200 with a recent JAX): a Pallas kernel is never flattered, and all
     but the longest look much slower than they are.
-``cuda_event+roundsN``
+``cuda_event+shuffledN`` and ``cuda_event+roundsN``
     ``cuda_event`` for a race declared with ``rounds=N`` (:class:`labmagic.Race`): every variant is first
     warmed up and probed, then each one's timed calls are split into N turns of about ``rep_ms / N``, and
-    the variants take their turns in a rotating order (round r starts with the r-th variant). A kernel that
-    runs long enough to heat the board (an H200 GEMM at 8192^3 draws its 700 W cap within milliseconds and
-    its SM clock then moves by several percent over tens of ms) is then timed across the same spread of
-    power states as its rivals, not in whatever state the previous variant left behind
-    (``benchmarks/gemm_clocks.py --race`` measures that effect). Graph-timed and JAX variants are timed
-    alone, as without rounds.
+    the variants take turns. A kernel that runs long enough to heat the board (an H200 GEMM at 8192^3 draws
+    its 700 W cap within milliseconds and its SM clock then moves by several percent over tens of ms) is then
+    timed across a spread of power states, not in whatever state one previous variant left behind
+    (``benchmarks/gemm_clocks.py --race`` measures that effect). With ``shuffle=seed`` each round is a fresh
+    random order (``shuffledN``); without, the rounds rotate the race's order (``roundsN``), which keeps each
+    variant behind the same one every time: on an H200 at 8192^3 a GEMM timed after a slow, cool kernel gains
+    up to 10% (``benchmarks/gemm_clocks.py --orders``), so rotation is only fair for races whose calls are
+    too short to move the board's power. Graph-timed and JAX variants are timed alone, as without rounds.
 ``wall``
     :class:`WallTimer`, ``time.perf_counter`` around each call, for CPU-only diagnostics and tests of
     the orchestration; its numbers are never written to ``results/`` automatically.
@@ -173,7 +175,8 @@ def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple
             times[name].extend(turn.times_ms)
             last[name] = turn
     for name, turn in last.items():
-        results[name] = Timing(times[name], f"{turn.method}+rounds{rounds}", turn.output, turn.output_set,
+        how = "rounds" if shuffle is None else "shuffled"
+        results[name] = Timing(times[name], f"{turn.method}+{how}{rounds}", turn.output, turn.output_set,
                                notes=turn.notes)
     return results
 

@@ -48,12 +48,15 @@ class Race:
     atol: float | None = None
     backends: Mapping[str, str] | None = None
     rounds: int = 1
+    shuffle: int | None = None
     rep_ms: float | None = None
 
     def __post_init__(self):
         check_chapter_name(self.chapter)
         if not isinstance(self.rounds, int) or self.rounds < 1:
             raise LabError(f"race {self.chapter!r}: rounds must be a positive integer, got {self.rounds!r}")
+        if self.shuffle is not None and (not isinstance(self.shuffle, int) or isinstance(self.shuffle, bool)):
+            raise LabError(f"race {self.chapter!r}: shuffle is a seed (an int) or None, got {self.shuffle!r}")
         if self.rep_ms is not None and not self.rep_ms > 0:
             raise LabError(f"race {self.chapter!r}: rep_ms must be positive, got {self.rep_ms!r}")
         self.variants = dict(self.variants)

@@ -463,7 +463,8 @@ def _measure_in_rounds(race: Race, shape, todo: list[str], input_sets: list[tupl
         except Exception as exc:  # noqa: BLE001
             _failed(shape_rows[name], exc, oom_at, shape)
     blocking = [n for n in ready if shape_rows[n].backend in JAX_BACKENDS]
-    timings = time_in_rounds(timer, ready, input_sets, race.rounds, blocking=blocking, set_bytes=set_bytes)
+    timings = time_in_rounds(timer, ready, input_sets, race.rounds, blocking=blocking, set_bytes=set_bytes,
+                             shuffle=race.shuffle)
     samples = {}
     for name, timing in timings.items():
         try:

@@ -84,9 +84,10 @@ def test_without_rounds_each_variant_is_timed_in_one_go():
     assert result.row("torch_b", 64).timer == "wall"
 
 
-@pytest.mark.parametrize("bad", [{"rounds": 0}, {"rounds": 2.5}, {"rep_ms": 0}, {"rep_ms": -5.0}])
+@pytest.mark.parametrize("bad", [{"rounds": 0}, {"rounds": 2.5}, {"rep_ms": 0}, {"rep_ms": -5.0}, {"shuffle": "yes"},
+                                 {"shuffle": True}])
 def test_bad_rounds_or_rep_ms_is_refused_where_the_race_is_made(bad):
-    with pytest.raises(LabError, match="rounds must be|rep_ms must be"):
+    with pytest.raises(LabError, match="rounds must be|rep_ms must be|shuffle is a seed"):
         race({"torch": torch.add}, **bad)
 
 
@@ -99,3 +100,10 @@ def test_round_orders_rotate_or_shuffle_every_round():
     assert shuffled == round_orders(names, 8, shuffle=3)  # the seed makes it reproducible
     predecessors = {order[order.index("b") - 1] for order in shuffled if order.index("b") > 0}
     assert len(predecessors) > 1  # b does not always follow the same variant, as under rotation
+
+
+def test_a_shuffled_race_says_so_in_its_timer_column():
+    log: list[str] = []
+    result = bench(race({"torch": logged(log, "torch"), "torch_b": logged(log, "torch_b")}, shuffle=7),
+                   timer=WallTimer(reps=6, warmup=1), plot=False)
+    assert result.row("torch_b", 64).timer == "wall+shuffled3" and result.row("torch_b", 64).samples == 6
