@@ -121,7 +121,7 @@ class NvmlSampler(threading.Thread):
 
 def race_rows(ns: dict, names: list[str], n: int, sampler: NvmlSampler) -> list[dict]:
     """Time each variant at n^3 as %bench does, forward, reversed and interleaved; one row per timing."""
-    from labmagic.timing import CudaTimer
+    from labmagic.timing import CudaTimer, round_orders
 
     sets = [ns["make_inputs"](n, n, n) for _ in range(2)]
     flops = 2 * n ** 3
@@ -152,9 +152,9 @@ def race_rows(ns: dict, names: list[str], n: int, sampler: NvmlSampler) -> list[
     for i, name in enumerate(reversed(names)):
         timed("reverse", i, name, race)
     short = CudaTimer(rep_ms=12.0, warmup_ms=3.0, min_reps=8)
-    for r in range(len(names) * 2):
-        for i in range(len(names)):
-            timed("interleaved", i, names[(r + i) % len(names)], short)
+    for order in round_orders(names, len(names) * 2):
+        for i, name in enumerate(order):
+            timed("interleaved", i, name, short)
     return rows
 
 
@@ -163,11 +163,12 @@ def order_rows(ns: dict, n: int, rounds: int = 16, rep_ms: float = 400.0) -> lis
     four orders of the rounds: rotated in the race's order (each variant always after the same one), rotated
     in the reverse order, and two seeded shuffles (a fresh permutation per round). If a kernel's share of cuBLAS
     depends on which of these ran, the rotation carries a bias from the variant timed before it."""
+    from labmagic.benchmark.race import JAX_BACKENDS
     from labmagic.timing import CudaTimer, time_in_rounds
 
     race = ns["race_square"]
     calls = {name: fn for name, fn in race.variants.items()
-             if not getattr(fn, "labmagic_stand_in", False) and race.backend(name) not in ("pallas", "jax")}
+             if not getattr(fn, "labmagic_stand_in", False) and race.backend(name) not in JAX_BACKENDS}
     sets = [ns["make_inputs"](n, n, n) for _ in range(2)]
     rows = []
     orders = [("rotated", list(calls), None), ("rotated_reversed", list(reversed(calls)), None),

@@ -107,9 +107,13 @@ def get(name: str) -> DSL:
         raise LabError(f"unknown DSL {name!r}; labmagic knows {', '.join(DSLS)}") from None
 
 
-def _importable(dsl: DSL) -> bool:
+def _prepare(dsl: DSL) -> None:
     if dsl.prepare is not None:
         dsl.prepare()
+
+
+def _importable(dsl: DSL) -> bool:
+    _prepare(dsl)
     try:
         return importlib.util.find_spec(dsl.module) is not None
     except (ImportError, ValueError):  # a parent package missing, or a broken install
@@ -168,9 +172,7 @@ def environment(name: str):
     the session. Then, for the cell only, Helion without a GPU: ``HELION_INTERPRET=1`` (its kernels run eagerly in
     PyTorch), which Helion refuses beside labmagic's ``TRITON_INTERPRET=1``; Helion reads both when a kernel is
     decorated, so Triton's interpreter is switched off for the cell."""
-    prepare = get(name).prepare
-    if prepare is not None:
-        prepare()
+    _prepare(get(name))
     changes = {"HELION_INTERPRET": "1", "TRITON_INTERPRET": None} if name == "helion" and not has_gpu() else {}
     saved = {key: os.environ.get(key) for key in changes}
     try:
