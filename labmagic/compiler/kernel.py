@@ -370,6 +370,40 @@ class CudaKernel:
             self._smem_ok = max(self._smem_ok, smem)
         return function
 
+    def max_active_clusters(self, block, smem: int = 0) -> int:
+        """How many of this kernel's clusters (``__cluster_dims__``; without one, blocks) the current GPU can hold
+        at once with ``block`` threads and ``smem`` bytes of dynamic shared memory: the grid of a persistent
+        kernel. The driver answers (``cuOccupancyMaxActiveClusters``), since a cluster must fit in one GPC and so
+        a count of SMs alone would over-promise: a persistent grid one cluster too large runs its last cluster
+        after the others, doubling the time."""
+        block3 = _normalize_dims(block, "block", self.name)
+        if not _is_int(smem) or smem < 0:
+            raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
+        if not has_gpu():
+            raise self._no_gpu()
+        from cuda.bindings import driver as cu
+
+        function = self._loaded(int(smem))
+        handle = cu.CUfunction(getattr(function, "kernel", function).ptr)
+        cluster = self.cluster or (1, 1, 1)
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = cluster
+        config.blockDimX, config.blockDimY, config.blockDimZ = block3
+        config.sharedMemBytes = int(smem)
+        if self.cluster is None:  # the driver asks a kernel without __cluster_dims__ for the cluster's size
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = 1, 1, 1
+            config.attrs, config.numAttrs = [attr], 1
+        err, count = cu.cuOccupancyMaxActiveClusters(handle, config)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            raise LaunchError(f"{self.name}: the driver could not size a grid of clusters {cluster} with "
+                              f"block={block3} and smem={smem} ({err.name})")
+        if count == 0:
+            raise LaunchError(f"{self.name}: not one cluster of {math.prod(cluster)} blocks fits with block={block3} "
+                              f"and smem={smem} B (registers, shared memory, or blocks per SM)")
+        return int(count)
+
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):

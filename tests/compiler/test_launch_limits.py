@@ -63,3 +63,36 @@ def test_clusters_of_up_to_16_blocks_launch_with_the_size_asked(module, cl):
     got = out.view(-1, 2).cpu()
     assert got[:, 0].tolist() == [cl] * (4 * cl)
     assert got[:, 1].tolist() == list(range(cl)) * 4
+
+
+@needs_gpu
+@pytest.mark.parametrize("cl", [8, 16])
+def test_max_active_clusters_is_what_the_gpcs_hold(module, cl):
+    """A persistent grid's size: whole clusters, never more blocks than the SMs hold, fewer clusters of 16 than of 8
+    once each block fills an SM (a cluster lives in one GPC)."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("thread-block clusters need sm_90")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    kernel = module[f"cluster_shape<{cl}>"]
+    one_an_sm = 200 * 1024  # dynamic shared memory that leaves room for one block an SM
+    clusters = kernel.max_active_clusters(32, smem=one_an_sm)
+    assert 1 <= clusters and clusters * cl <= sms
+    assert kernel.max_active_clusters(32) >= clusters  # small blocks: several an SM
+    out = torch.full((2 * clusters * cl,), -1, device="cuda", dtype=torch.int32)
+    kernel(out, grid=clusters * cl, block=32, smem=one_an_sm)  # that grid launches, every block with its rank
+    assert out.view(-1, 2)[:, 1].cpu().tolist() == list(range(cl)) * clusters
+
+
+@needs_gpu
+def test_max_active_clusters_of_a_kernel_without_clusters_counts_blocks(module):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert module["static_and_dynamic"].max_active_clusters(256, smem=100 * 1024) == 2 * sms
+
+
+def test_max_active_clusters_refuses_bad_input_and_needs_a_gpu(module):
+    kernel = module["cluster_shape<8>"]
+    with pytest.raises(labmagic.ArgumentError, match="smem"):
+        kernel.max_active_clusters(32, smem=-1)
+    if not labmagic.has_gpu():
+        with pytest.raises(labmagic.NoGPUError):
+            kernel.max_active_clusters(32)
