@@ -68,8 +68,9 @@ def test_clusters_of_up_to_16_blocks_launch_with_the_size_asked(module, cl):
 @needs_gpu
 @pytest.mark.parametrize("cl", [8, 16])
 def test_max_active_clusters_is_what_the_gpcs_hold(module, cl):
-    """A persistent grid's size: whole clusters, never more blocks than the SMs hold, fewer clusters of 16 than of 8
-    once each block fills an SM (a cluster lives in one GPC)."""
+    """A persistent grid's size: whole clusters, no more blocks than the SMs hold when each block fills an SM (a
+    cluster lives in one GPC, so fewer may fit than the SMs would suggest), more with small blocks; and that grid
+    launches."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("thread-block clusters need sm_90")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
