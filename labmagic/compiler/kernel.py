@@ -377,19 +377,17 @@ class CudaKernel:
         a count of SMs alone would over-promise: a persistent grid one cluster too large runs its last cluster
         after the others, doubling the time."""
         block3 = _normalize_dims(block, "block", self.name)
-        if not _is_int(smem) or smem < 0:
-            raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
+        smem = self._smem_bytes(smem)
         if not has_gpu():
             raise self._no_gpu()
         from cuda.bindings import driver as cu
 
-        function = self._loaded(int(smem))
-        handle = cu.CUfunction(getattr(function, "kernel", function).ptr)
+        handle = _driver_handle(self._loaded(smem))
         cluster = self.cluster or (1, 1, 1)
         config = cu.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = cluster
         config.blockDimX, config.blockDimY, config.blockDimZ = block3
-        config.sharedMemBytes = int(smem)
+        config.sharedMemBytes = smem
         if self.cluster is None:  # the driver asks a kernel without __cluster_dims__ for the cluster's size
             attr = cu.CUlaunchAttribute()
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -404,6 +402,12 @@ class CudaKernel:
                               f"and smem={smem} B (registers, shared memory, or blocks per SM)")
         return int(count)
 
+    def _smem_bytes(self, smem) -> int:
+        """``smem`` as an int of bytes, or the error that says what it must be."""
+        if not _is_int(smem) or smem < 0:
+            raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
+        return int(smem)
+
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):
@@ -415,9 +419,7 @@ class CudaKernel:
         new_grid = grid is not last_grid[0]
         grid3 = (_dims(grid) or _normalize_dims(grid, "grid", self.name)) if new_grid else last_grid[1]
         if type(smem) is not int or smem < 0:
-            if not _is_int(smem) or smem < 0:
-                raise ArgumentError(f"{self.name}: smem={smem!r} must be a number of bytes (an int >= 0)")
-            smem = int(smem)
+            smem = self._smem_bytes(smem)
         if new_block:
             if block3[0] * block3[1] * block3[2] > 1024:
                 raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
@@ -519,14 +521,20 @@ def _cupy():
     return cupy
 
 
+def _driver_handle(function):
+    """The driver's ``CUfunction`` of a loaded CuPy function, for the driver calls CuPy does not wrap."""
+    from cuda.bindings import driver as cu
+
+    return cu.CUfunction(getattr(function, "kernel", function).ptr)
+
+
 def _allow_large_clusters(function, name: str) -> None:
     """Let ``function`` launch clusters of more than 8 blocks (Hopper takes 16), as CUDA requires of each kernel
     that asks for them (``cudaFuncAttributeNonPortableClusterSizeAllowed``)."""
     from cuda.bindings import driver as cu
 
-    handle = cu.CUfunction(getattr(function, "kernel", function).ptr)
     (err,) = cu.cuFuncSetAttribute(
-        handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+        _driver_handle(function), cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
     if err != cu.CUresult.CUDA_SUCCESS:
         raise LaunchError(f"{name}: this GPU refuses clusters of more than 8 blocks ({err.name}); Hopper and later "
                           "take 16")
