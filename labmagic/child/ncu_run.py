@@ -13,7 +13,8 @@ measures (ncu's default locks the base clock and makes kernels look slower than 
 
 The saved ``.ncu-rep`` opens in the Nsight Compute GUI; the summary comes from
 ``ncu --import REPORT --csv --page raw --print-units base`` (one row per kernel, one column per
-metric), parsed by :mod:`labmagic.child.ncu_report`.
+metric), parsed by :mod:`labmagic.child.ncu_report`. Beside the report go the summary (``.csv``) and
+the whole raw page in display units (``.raw.csv``), small enough to commit where the report is not.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
     if not kernels:
         raise ProfilerError(reason or "the report holds no kernels", detail=log_tail(log))
     _save_csv(_with_suffix(final, ".csv"), kernels)
+    save_raw_page(report, ncu)
     return ProfileResult(chapter=record.get("chapter", str(chapter)), variant=variant,
                          shape=record.get("shape", shape or ""), report=report, kernels=kernels, iters=iters,
                          nbytes=record.get("nbytes"), flops=record.get("flops"), command=cmd)
@@ -157,6 +159,24 @@ def read_report(report: Path, ncu: str | None = None) -> list[KernelProfile]:
     if proc.returncode != 0:
         raise ProfilerError(f"ncu --import {report.name} failed", detail=log_tail(proc.stdout + proc.stderr))
     return parse_raw_csv(proc.stdout)
+
+
+def raw_page_path(report: Path) -> Path:
+    """Where :func:`save_raw_page` puts ``report``'s metric page: ``<variant>.<race>.<shape>.raw.csv`` beside it."""
+    return report.with_name(report.name.removesuffix(".ncu-rep") + ".raw.csv")
+
+
+def save_raw_page(report: Path, ncu: str | None = None) -> Path:
+    """Every metric of every kernel in ``report``, in Nsight Compute's display units (``ncu --import R --csv --page
+    raw``, what its GUI's Raw page shows), saved beside it. A full report is megabytes; this page is what the book
+    commits when the report is too large to, so every profile leaves one, made from the same report."""
+    ncu = ncu or find_ncu()
+    proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw"], capture_output=True, text=True)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise ProfilerError(f"ncu --import {report.name} --page raw failed", detail=log_tail(proc.stdout + proc.stderr))
+    path = raw_page_path(report)
+    path.write_text(proc.stdout, encoding="utf-8")
+    return path
 
 
 def _save_csv(path: Path, kernels: list[KernelProfile]) -> bool:

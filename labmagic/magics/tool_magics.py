@@ -101,7 +101,8 @@ class ExplainMagics(Magics):
     def ncu(self, line: str):
         """Profile variants with Nsight Compute in a child process; show each kernel's summary.
 
-        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>[.<race>].<shape>.ncu-rep.
+        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>[.<race>].<shape>.ncu-rep, beside
+        it the summary (.csv) and the whole raw metric page (.raw.csv), small enough to commit where the report is not.
         """
         from ..child.ncu_run import profile_variant
 

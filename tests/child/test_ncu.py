@@ -193,10 +193,10 @@ def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     raw = tmp_path / "raw.csv"
     raw.write_text(RAW)
-    args_file = tmp_path / "args.txt"
+    args_file, imports = tmp_path / "args.txt", tmp_path / "imports.txt"
     fake = tmp_path / "ncu"
     fake.write_text(f"""#!/bin/sh
-if [ "$1" = "--import" ]; then cat {raw}; exit 0; fi
+if [ "$1" = "--import" ]; then echo "$@" >> {imports}; cat {raw}; exit 0; fi
 echo "$@" > {args_file}
 while [ "$1" != "-o" ]; do shift; done
 shift; out="$1"; shift
@@ -215,11 +215,15 @@ touch "$out.ncu-rep"
     assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
     assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
     assert (folder / "torch.64.csv").read_text().startswith("kernel,grid,block,duration_s")
+    # The whole raw page too, as ncu printed it in display units: the summary reads base units.
+    assert (folder / "torch.64.raw.csv").read_text() == RAW
+    assert [line.endswith("--print-units base") for line in imports.read_text().splitlines()] == [True, False]
     # A second shape, in the race named, is a second report: the first one stays.
     second = profile.profile_variant(str(nb), "torch", "2**4", slug="test-gpu", iters=2, race="race")
     assert second.report == folder / "torch.race.16.ncu-rep" and second.shape == "16"
-    assert sorted(p.name for p in folder.iterdir()) == ["torch.64.csv", "torch.64.ncu-rep", "torch.race.16.csv",
-                                                      "torch.race.16.ncu-rep"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "torch.64.csv", "torch.64.ncu-rep", "torch.64.raw.csv",
+        "torch.race.16.csv", "torch.race.16.ncu-rep", "torch.race.16.raw.csv"]
 
 
 @pytest.mark.parametrize("chapter, variant, race, shape", [
@@ -235,6 +239,9 @@ def test_a_report_is_named_by_variant_race_and_shape():
     assert base.name == "cuda_smem"
     named = profile.report_path("03_online_softmax", "cuda_smem", "test-gpu", race="race_fp32", shape="1024x262144")
     assert named == base.with_name("cuda_smem.race_fp32.1024x262144")
+    # The variant's own dots are not a suffix: only ".ncu-rep" gives way to ".raw.csv".
+    report = named.with_name(named.name + ".ncu-rep")
+    assert profile.raw_page_path(report) == named.with_name("cuda_smem.race_fp32.1024x262144.raw.csv")
 
 
 def test_the_report_path_is_shown_relative_to_the_checkout(tmp_path, monkeypatch):
