@@ -1,9 +1,10 @@
 """What this machine can run, decided once, cheaply, before any framework is imported.
 
 GPU detection goes through the driver API (``libcuda``) directly, so importing labmagic neither
-imports torch nor creates a CUDA context. The same module arranges the two environment switches that
-must be set before their libraries are imported: ``TRITON_INTERPRET=1`` on a machine without a GPU,
-and JAX's allocator so that it does not grab most of the GPU next to torch.
+imports torch nor creates a CUDA context. The same module arranges the environment switches that
+must be set before their libraries read them: ``TRITON_INTERPRET=1`` on a machine without a GPU, Triton's
+FP fusion pinned on (the default it is changing), and JAX's allocator so that it does not grab most of the
+GPU next to torch.
 """
 
 from __future__ import annotations
@@ -103,8 +104,15 @@ def torch_device() -> str:
     return "cuda" if has_gpu() else "cpu"
 
 
+#: Triton's FP fusion (a * b + c as one FMA). On through Triton 3.9, whose default it is and which warns that 3.10
+#: turns it off; the book's Triton kernels were compiled and measured with it on. A user's own setting wins.
+TRITON_FP_FUSION = "1"
+
+
 def configure_triton() -> str | None:
-    """Arrange Triton's interpreter on a machine without a GPU. Returns a note for the reader, if any."""
+    """Pin Triton's FP fusion (:data:`TRITON_FP_FUSION`) and arrange its interpreter on a machine without a GPU.
+    Returns a note for the reader, if any."""
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", TRITON_FP_FUSION)
     if has_gpu():
         return None
     already = "triton" in sys.modules

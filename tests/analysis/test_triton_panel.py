@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -184,3 +185,30 @@ def test_a_gluon_kernel_compiles_for_hopper_without_a_gpu():
     assert ".target sm_90a" in p.irs["ptx"] and "wgmma.mma_async" in p.irs["ptx"]
     assert p.mix["HGMMA"] == 4 and p.mix["LDG"] == 8 and p.shared == 2 * 64 * 64 * 2  # two bf16 tiles, 8 KB each
     assert p.registers > 0 and not p.spills
+
+
+@triton.jit
+def axpy(x, y, out, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, a * tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+def test_fp_fusion_is_pinned_on_and_triton_does_not_warn(recwarn):
+    """labmagic pins Triton's FP fusion on (the default through 3.9, which 3.10 changes): a * x + y compiles to one
+    FFMA, as in the book's measured kernels, and Triton has nothing to warn about."""
+    assert os.environ.get("TRITON_DEFAULT_FP_FUSION") == "1"  # set by importing labmagic (no user setting here)
+    panel = triton_panel(axpy, "x: *fp32, y: *fp32, out: *fp32, a: fp32, n: i32", {"BLOCK": 256}, arch="sm_90")
+    assert panel.mix["FFMA"] >= 1 and panel.mix.get("FMUL", 0) == 0
+    assert not [w for w in recwarn if "FP_FUSION" in str(w.message)]
+
+
+def test_a_users_fp_fusion_setting_wins(monkeypatch):
+    from labmagic import runtime
+
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    runtime.configure_triton()
+    assert os.environ["TRITON_DEFAULT_FP_FUSION"] == "0"
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION")
+    runtime.configure_triton()
+    assert os.environ["TRITON_DEFAULT_FP_FUSION"] == runtime.TRITON_FP_FUSION
