@@ -151,14 +151,18 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
                          nbytes=record.get("nbytes"), flops=record.get("flops"), command=cmd)
 
 
-def read_report(report: Path, ncu: str | None = None) -> list[KernelProfile]:
-    """Per-kernel metrics of a saved ``.ncu-rep`` (raw page, base units)."""
-    ncu = ncu or find_ncu()
-    proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+def _raw_page(report: Path, ncu: str | None, *options: str) -> str:
+    """``ncu --import REPORT --csv --page raw [options]``: one row per kernel, one column per metric."""
+    proc = subprocess.run([ncu or find_ncu(), "--import", str(report), "--csv", "--page", "raw", *options],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise ProfilerError(f"ncu --import {report.name} failed", detail=log_tail(proc.stdout + proc.stderr))
-    return parse_raw_csv(proc.stdout)
+    return proc.stdout
+
+
+def read_report(report: Path, ncu: str | None = None) -> list[KernelProfile]:
+    """Per-kernel metrics of a saved ``.ncu-rep`` (raw page, base units)."""
+    return parse_raw_csv(_raw_page(report, ncu, "--print-units", "base"))
 
 
 def raw_page_path(report: Path) -> Path:
@@ -170,12 +174,8 @@ def save_raw_page(report: Path, ncu: str | None = None) -> Path:
     """Every metric of every kernel in ``report``, in Nsight Compute's display units (``ncu --import R --csv --page
     raw``, what its GUI's Raw page shows), saved beside it. A full report is megabytes; this page is what the book
     commits when the report is too large to, so every profile leaves one, made from the same report."""
-    ncu = ncu or find_ncu()
-    proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw"], capture_output=True, text=True)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ProfilerError(f"ncu --import {report.name} --page raw failed", detail=log_tail(proc.stdout + proc.stderr))
     path = raw_page_path(report)
-    path.write_text(proc.stdout, encoding="utf-8")
+    path.write_text(_raw_page(report, ncu), encoding="utf-8")
     return path
 
 
