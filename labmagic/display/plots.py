@@ -6,7 +6,9 @@ changes a GUI backend and works the same in a notebook, papermill and a test.
 
 The figure is sized for the book's text column (784 px): 7.8 inches wide at 110 dpi, so it is shown at about its
 own size and an 8 pt label stays 8 pt. Two panels sit on top (latency, roofline), peak memory below, and the
-legend has the fourth quarter to itself, so thirteen variants cover no data.
+legend has the fourth quarter to itself, so sixteen variants cover no data. A race of more variants (chapter 07
+has 28) keeps the ceilings in that quarter and gets a row of its own under the panels for the variants, four to a
+line; the figure grows taller by that row, not narrower.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ FIGSIZE = (7.8, 6.0)
 DPI = 110
 #: Smallest font on the figure (ticks, legend), in points at FIGSIZE.
 MIN_FONT_PT = 8
+#: The most variants the legend quarter holds (two columns, the ceilings under them); more get a row of their own
+#: under the panels, VARIANT_COLUMNS to a line, each line LEGEND_LINE_IN inches tall.
+PANEL_VARIANTS = 16
+VARIANT_COLUMNS = 4
+LEGEND_LINE_IN = 0.19
+#: How the legends are packed: tighter than matplotlib's defaults, so sixteen variants and the ceilings share a
+#: quarter of the figure.
+_LEGEND_STYLE = dict(fontsize=MIN_FONT_PT, title_fontsize=MIN_FONT_PT + 1, frameon=False, borderaxespad=0,
+                     borderpad=0.2, handlelength=1.6, handletextpad=0.5, labelspacing=0.25)
 
 #: Ten qualitative colours (matplotlib's tab10) and seven markers: 10 and 7 are coprime, so the first 70 variants
 #: get 70 different (colour, marker) pairs; the line style changes every ten, so two variants of one colour differ
@@ -97,9 +108,19 @@ def figure(result, variants=None):
     fixes the style order (default: the order the rows name them), so a chapter's per-dtype figures agree."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
-    ax_t, ax_r, ax_m, ax_leg = axes["latency"], axes["roofline"], axes["memory"], axes["legend"]
+    series_count = len({r.variant for r in result.rows if r.ms_median})
+    if series_count <= PANEL_VARIANTS:
+        fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+        axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
+        ax_leg = ax_ceil = axes["legend"]
+    else:  # the variants get a row of their own: the figure grows by it
+        legend_in = LEGEND_LINE_IN * (-(-series_count // VARIANT_COLUMNS) + 2.5)  # the lines, the title, margins
+        half = FIGSIZE[1] / 2
+        fig = Figure(figsize=(FIGSIZE[0], FIGSIZE[1] + legend_in), dpi=DPI, layout="constrained")
+        axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "ceilings"], ["legend", "legend"]],
+                                  height_ratios=[half, half, legend_in])
+        ax_leg, ax_ceil = axes["legend"], axes["ceilings"]
+    ax_t, ax_r, ax_m = axes["latency"], axes["roofline"], axes["memory"]
     xlabel, xs = x_axis(result)
     # One size in many row lengths (chapters 03-05): every call moves the same bytes, so the first panel shows
     # what the chapter's argument is about, GB/s against the measured copy ceiling, rather than latency.
@@ -146,26 +167,31 @@ def figure(result, variants=None):
         ax.xaxis.label.set_size(MIN_FONT_PT + 1)
         ax.yaxis.label.set_size(MIN_FONT_PT + 1)
         ax.title.set_size(MIN_FONT_PT + 1)
-    _draw_legend(ax_leg, ax_t, roofs)
+    _draw_legend(ax_leg, ax_ceil, ax_t, roofs)
     dtypes = sorted({r.dtype for r in result.rows if r.dtype})
     fig.suptitle(f"{result.chapter} on {result.device}" + (f", {dtypes[0]}" if len(dtypes) == 1 else ""),
                  fontsize=MIN_FONT_PT + 2)
     return fig
 
 
-def _draw_legend(ax, ax_variants, roofs) -> None:
-    """The variants (two columns past eight) and, below them, the roofs, in a panel of their own."""
-    ax.axis("off")
+def _draw_legend(ax, ax_ceilings, ax_variants, roofs) -> None:
+    """The variants (two columns past eight, in their quarter; VARIANT_COLUMNS in a row of their own) and the roofs,
+    under the variants in the same quarter or in that quarter alone."""
     handles, labels = ax_variants.get_legend_handles_labels()
     kept = [(h, lab) for h, lab in zip(handles, labels) if h not in roofs]  # the copy ceiling goes with the roofs
     handles, labels = [h for h, _ in kept], [lab for _, lab in kept]
+    own_row = ax is not ax_ceilings
+    for panel in {ax, ax_ceilings}:
+        panel.axis("off")
     if handles:
-        top = ax.legend(handles, labels, loc="upper center", ncol=1 if len(handles) <= 8 else 2,
-                        fontsize=MIN_FONT_PT, title="variant", title_fontsize=MIN_FONT_PT + 1, frameon=False)
-        ax.add_artist(top)
+        ncol = VARIANT_COLUMNS if own_row else 1 if len(handles) <= 8 else 2
+        top = ax.legend(handles, labels, loc="upper center", ncol=ncol, title="variant", columnspacing=1.0,
+                        **_LEGEND_STYLE)
+        if not own_row:
+            ax.add_artist(top)  # kept when the ceilings' legend replaces it as this panel's legend
     if roofs:
-        ax.legend(roofs, [h.get_label() for h in roofs], loc="lower center", fontsize=MIN_FONT_PT,
-                  title="ceilings", title_fontsize=MIN_FONT_PT + 1, frameon=False)
+        ax_ceilings.legend(roofs, [h.get_label() for h in roofs], loc="center" if own_row else "lower center",
+                           title="ceilings", **_LEGEND_STYLE)
 
 
 def _draw_roofs(ax, result) -> list:

@@ -8,6 +8,7 @@ import struct
 
 import pytest
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from labmagic.benchmark import roofline
 from labmagic.benchmark.race import BenchResult
@@ -18,6 +19,14 @@ from labmagic.store.schema import Row
 SGEMM_VARIANTS = ["torch", "cuda_naive", "cuda_coalesced", "cuda_smem", "cuda_blocktile_1d", "cuda_blocktile_2d",
                   "cuda_vectorized", "cuda_warptile", "cuda_async", "triton", "pallas", "cuda_autotuned",
                   "cuda_streamk"]
+#: Chapter 03's fifteen variants, as its race names them.
+SOFTMAX_VARIANTS = ["torch", "cuda_naive", "cuda_online", "cuda_vec", "cuda_warp", "cuda_smem", "cuda_bulk",
+                    "cuda_pipe", "cuda_best", "triton", "pallas", "gluon", "helion", "tilelang", "cutedsl"]
+#: Chapter 07's 28 bf16 variants: more than the legend quarter holds.
+ATTENTION_VARIANTS = [f"{v}{causal}" for causal in ("", "_causal") for v in (
+    "torch_naive", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "cuda_fa1", "cuda_flash", "cuda_wgmma",
+    "cuda_wgmma_async", "cuda_wgmma_ws", "cuda_wgmma_pingpong", "triton_flash", "pallas_flash")] + [
+    "cuda_decode", "triton_decode"]
 #: Chapter 03's shapes: 2^28 elements as 262144x1024 ... 1024x262144.
 SOFTMAX_SHAPES = [f"{2**28 // 2**e}x{2**e}" for e in range(10, 19)]
 
@@ -102,7 +111,7 @@ def _png_width(data: bytes) -> int:
     return struct.unpack(">I", data[16:20])[0]
 
 
-@pytest.mark.parametrize("variants", [SGEMM_VARIANTS, ["torch", "cuda_naive"]])
+@pytest.mark.parametrize("variants", [SGEMM_VARIANTS, ["torch", "cuda_naive"], ATTENTION_VARIANTS])
 def test_fits_the_book_column_with_fonts_of_8_pt_or_more(variants):
     result = _result(variants, SOFTMAX_SHAPES)
     assert _png_width(plots.png_bytes(result)) <= 1000
@@ -125,3 +134,26 @@ def test_the_legend_has_a_panel_of_its_own():
     shown = {t.get_text() for t in panel.findobj(Text)}
     assert set(SGEMM_VARIANTS) <= shown
     assert any(s.startswith("spec: 4800 GB/s") for s in shown)
+
+
+@pytest.mark.parametrize("variants", [ATTENTION_VARIANTS, SOFTMAX_VARIANTS, SGEMM_VARIANTS, ["torch", "cuda_naive"]])
+def test_the_variants_and_the_ceilings_cover_nothing(variants):
+    """Each legend lies inside its own panel (a row of its own may use the figure's whole width), clear of the other
+    legend and of every data panel, from two variants to chapter 07's 28 (which get that row under the panels)."""
+    result = _result(variants, SOFTMAX_SHAPES)
+    result.ceilings = roofline.Ceilings(copy_gbps=4292.0, peak_gbps=4393.0)
+    fig = plots.figure(result)
+    fig.canvas.draw()
+    assert fig.get_figwidth() * plots.DPI <= 1000
+    panels = [ax for ax in fig.axes if not ax.get_title()]
+    legends = [(ax, a.get_window_extent()) for ax in panels for a in ax.get_children() if type(a).__name__ == "Legend"]
+    assert len(legends) == 2 and len(panels) == (1 if len(variants) <= plots.PANEL_VARIANTS else 2)
+    (_, first), (_, second) = legends
+    assert not first.overlaps(second)
+    width = fig.get_figwidth() * plots.DPI
+    for ax, box in legends:
+        panel = ax.get_window_extent()
+        if ax.get_subplotspec().colspan.stop - ax.get_subplotspec().colspan.start == 2:  # a row of its own
+            panel = Bbox.from_extents(0, panel.y0, width, panel.y1)
+        assert all(panel.contains(*corner) for corner in box.corners())
+        assert not any(box.overlaps(data.get_window_extent()) for data in fig.axes if data.get_title())
