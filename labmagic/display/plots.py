@@ -108,24 +108,23 @@ def figure(result, variants=None):
     fixes the style order (default: the order the rows name them), so a chapter's per-dtype figures agree."""
     from matplotlib.figure import Figure
 
-    series_count = len({r.variant for r in result.rows if r.ms_median})
-    if series_count <= PANEL_VARIANTS:
+    xlabel, xs = x_axis(result)
+    series = _series(result, xs)
+    if len(series) <= PANEL_VARIANTS:
         fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
         axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
         ax_leg = ax_ceil = axes["legend"]
     else:  # the variants get a row of their own: the figure grows by it
-        legend_in = LEGEND_LINE_IN * (-(-series_count // VARIANT_COLUMNS) + 2.5)  # the lines, the title, margins
+        legend_in = LEGEND_LINE_IN * (-(-len(series) // VARIANT_COLUMNS) + 2.5)  # the lines, the title, margins
         half = FIGSIZE[1] / 2
         fig = Figure(figsize=(FIGSIZE[0], FIGSIZE[1] + legend_in), dpi=DPI, layout="constrained")
         axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "ceilings"], ["legend", "legend"]],
                                   height_ratios=[half, half, legend_in])
         ax_leg, ax_ceil = axes["legend"], axes["ceilings"]
     ax_t, ax_r, ax_m = axes["latency"], axes["roofline"], axes["memory"]
-    xlabel, xs = x_axis(result)
     # One size in many row lengths (chapters 03-05): every call moves the same bytes, so the first panel shows
     # what the chapter's argument is about, GB/s against the measured copy ceiling, rather than latency.
     by_row = xlabel == ROW_LENGTH
-    series = _series(result, xs)
     styles = variant_styles(list(variants or ()) + [r.variant for r in result.rows], _reference(result))
     for name, points in series.items():
         style = dict(styles[name], markersize=4, linewidth=1.2)

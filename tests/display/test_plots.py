@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
@@ -146,7 +147,7 @@ def test_the_variants_and_the_ceilings_cover_nothing(variants):
     fig.canvas.draw()
     assert fig.get_figwidth() * plots.DPI <= 1000
     panels = [ax for ax in fig.axes if not ax.get_title()]
-    legends = [(ax, a.get_window_extent()) for ax in panels for a in ax.get_children() if type(a).__name__ == "Legend"]
+    legends = [(ax, a.get_window_extent()) for ax in panels for a in ax.get_children() if isinstance(a, Legend)]
     assert len(legends) == 2 and len(panels) == (1 if len(variants) <= plots.PANEL_VARIANTS else 2)
     (_, first), (_, second) = legends
     assert not first.overlaps(second)
