@@ -6,6 +6,11 @@ cannot stay in L2), and a least-squares line ``time = fixed + bytes / bandwidth`
 separates what every call pays (launch, filling the pipeline, the split's reduction) from the streaming rate.
 At the chapter's 32 MB weight (K = 4096) a 10 µs call spends whatever the fixed cost is out of it.
 
+Two references get the same treatment, as the size-matched ceilings of a kernel that streams the weight's bytes:
+``copy`` (torch ``copy_`` of a bf16 buffer half the weight's size: the weight's bytes of traffic, half read and
+half written, as the chapter's 4,292 GB/s copy ceiling counts them at 2 GiB) and ``read`` (torch ``sum`` of a
+bf16 buffer of the weight's size into an fp32 scalar: the bytes read once, nothing written back).
+
 It replays ``book/06_tensor_core_gemm.ipynb`` up to its first ``%bench`` cell (size "quick") and uses the
 chapter's launchers. Writes ``results/<gpu>/decode_overhead.csv``.
 
@@ -21,7 +26,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 VARIANTS = ("torch_cublas", "cuda_splitk", "cuda_wgmma_decode", "triton_gemm")
+REFERENCES = ("copy", "read")
 N, KS = 4096, (256, 1024, 4096, 16384)
+
+
+def reference(name: str, nbytes: int, device: str = "cuda"):
+    """A reference call that streams `nbytes` (module docstring), and a function that makes one input set for it."""
+    import torch
+
+    def buffer(n):  # n bf16 elements, random (a copy of zeros is no faster, but nothing here should be zeros)
+        return torch.randn(n, device=device).to(torch.bfloat16)
+
+    if name == "copy":
+        return (lambda src, dst: dst.copy_(src)), lambda: (buffer(nbytes // 4), buffer(nbytes // 4))
+    if name == "read":
+        return (lambda x: x.sum(dtype=torch.float32)), lambda: (buffer(nbytes // 2),)
+    raise ValueError(f"no reference {name!r}; there are {REFERENCES}")
 
 
 def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -48,13 +68,17 @@ def main() -> None:
     ns = load_chapter("06_tensor_core_gemm", parameters={"size": "quick"})
     timer = CudaTimer()
     rows = []
-    for name in VARIANTS:
+    for name in VARIANTS + REFERENCES:
         us, nbytes = [], []
         for K in KS:
-            set_bytes = 2 * (K + N * K + N)
+            set_bytes = 2 * (K + N * K + N) if name in VARIANTS else 2 * N * K
             sets = gpu_input_sets(set_bytes, timer)
-            inputs = [ns["make_inputs"](1, N, K) for _ in range(sets)]
-            t = timer.time(ns[name], inputs, set_bytes=set_bytes)
+            if name in VARIANTS:
+                fn, inputs = ns[name], [ns["make_inputs"](1, N, K) for _ in range(sets)]
+            else:
+                fn, make = reference(name, 2 * N * K)
+                inputs = [make() for _ in range(sets)]
+            t = timer.time(fn, inputs, set_bytes=set_bytes)
             us.append(t.median_ms * 1e3)
             nbytes.append(2 * N * K)
             rows.append({"variant": name, "shape": f"1x{N}x{K}", "weight_mb": f"{2 * N * K / 2**20:.0f}",
