@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from benchscripts import load_script
 
 from labmagic.benchmark import provenance, roofline
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_spec_lookup_by_device_name_slug_and_short_target():
@@ -103,14 +99,6 @@ def test_source_hash_sees_closures_and_lambdas():
     assert one != two
 
 
-def _load_timer_agreement():
-    spec = importlib.util.spec_from_file_location("timer_agreement", ROOT / "benchmarks" / "timer_agreement.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
 NCU_CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
 ==PROF== Profiling "vecadd_f4": 0%....50%....100% - 1 pass
 ==PROF== Disconnected from process 4242
@@ -122,7 +110,7 @@ NCU_CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
 
 
 def test_parse_ncu_csv():
-    ta = _load_timer_agreement()
+    ta = load_script("timer_agreement")
     launches = ta.parse_ncu_csv(NCU_CSV)
     assert [name.split("(")[0][:9] for name, _ in launches] == ["vecadd_f4", "vecadd_f4", "void at::"]
     assert [us for _, us in launches] == pytest.approx([52.67, 1050.0, 54.336])
@@ -132,7 +120,7 @@ def test_parse_ncu_csv():
 
 
 def test_timer_agreement_dry_run_builds_the_plan(capsys):
-    ta = _load_timer_agreement()
+    ta = load_script("timer_agreement")
     assert ta.main(["--dry-run", "--sizes", "24,28"]) == 0
     out = capsys.readouterr().out
     assert "4 cases" in out

@@ -8,27 +8,14 @@ without a GPU, say so and write no results file (an empty CSV over a measured on
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from benchscripts import load_script
 
 
 @pytest.mark.parametrize("weight_bytes", [2 * 4096 * 256, 2 * 4096 * 4096])
 def test_the_copy_reference_moves_the_weights_bytes_half_read_half_written(weight_bytes):
-    fn, make = _script("decode_overhead").reference("copy", weight_bytes, device="cpu")
+    fn, make = load_script("decode_overhead").reference("copy", weight_bytes, device="cpu")
     src, dst = make()
     assert src.dtype == dst.dtype == torch.bfloat16
     assert src.numel() * 2 + dst.numel() * 2 == weight_bytes  # read + written, as the copy ceiling counts
@@ -37,7 +24,7 @@ def test_the_copy_reference_moves_the_weights_bytes_half_read_half_written(weigh
 
 
 def test_the_read_reference_reads_the_weights_bytes_once():
-    fn, make = _script("decode_overhead").reference("read", 2 * 4096 * 256, device="cpu")
+    fn, make = load_script("decode_overhead").reference("read", 2 * 4096 * 256, device="cpu")
     (x,) = make()
     assert x.dtype == torch.bfloat16 and x.numel() * 2 == 2 * 4096 * 256
     total = fn(x)
@@ -47,7 +34,7 @@ def test_the_read_reference_reads_the_weights_bytes_once():
 
 def test_an_unknown_reference_names_the_known_ones():
     with pytest.raises(ValueError, match=r"no reference 'memset'; there are \('copy', 'read'\)"):
-        _script("decode_overhead").reference("memset", 1024, device="cpu")
+        load_script("decode_overhead").reference("memset", 1024, device="cpu")
 
 
 @pytest.mark.parametrize("low, high, expected", [
@@ -55,14 +42,14 @@ def test_an_unknown_reference_names_the_known_ones():
     (None, None, "unknown"),
 ])
 def test_the_duel_verdict_reads_where_the_interval_lies(low, high, expected):
-    assert _script("gemm_duel").verdict(low, high) == expected
+    assert load_script("gemm_duel").verdict(low, high) == expected
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU path")
 @pytest.mark.parametrize("name, argv", [("decode_overhead", None), ("gemm_duel", [])])
 def test_without_a_gpu_the_scripts_say_so_and_write_nothing(name, argv, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))  # results/ would land here
-    module = _script(name)
+    module = load_script(name)
     assert (module.main() if argv is None else module.main(argv)) in (None, 0)
     assert "no GPU" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []

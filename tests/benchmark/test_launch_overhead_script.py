@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_launch_overhead():
-    spec = importlib.util.spec_from_file_location("launch_overhead", ROOT / "benchmarks" / "launch_overhead.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from benchscripts import load_script
 
 
 def test_dry_run_times_the_three_cached_cell_variants(tmp_path, capsys):
-    lo = _load_launch_overhead()
+    lo = load_script("launch_overhead")
     assert lo.main(["--dry-run", "--out", str(tmp_path), "--repeats", "3"]) == 0
     out = capsys.readouterr().out
     assert "compiled <CudaKernel touch(float* x, const float* y, int n)" in out
@@ -40,7 +29,7 @@ def test_dry_run_times_the_three_cached_cell_variants(tmp_path, capsys):
 
 
 def test_time_batches_reports_per_call_microseconds_and_keeps_to_its_budget():
-    lo = _load_launch_overhead()
+    lo = load_script("launch_overhead")
     seen, syncs = [], []
     per_call = lo.time_batches(seen.append, calls=50, batches=4, budget_s=60.0, sync=lambda: syncs.append(1))
     assert len(per_call) == 4 and all(us > 0 for us in per_call)
