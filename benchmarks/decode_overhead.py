@@ -19,6 +19,7 @@ chapter's launchers. Writes ``results/<gpu>/decode_overhead.csv``.
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -71,14 +72,12 @@ def main() -> None:
     for name in VARIANTS + REFERENCES:
         us, nbytes = [], []
         for K in KS:
-            set_bytes = 2 * (K + N * K + N) if name in VARIANTS else 2 * N * K
-            sets = gpu_input_sets(set_bytes, timer)
-            if name in VARIANTS:
-                fn, inputs = ns[name], [ns["make_inputs"](1, N, K) for _ in range(sets)]
+            if name in VARIANTS:  # a decode call: the token, the weight and the output
+                set_bytes, fn, make = 2 * (K + N * K + N), ns[name], functools.partial(ns["make_inputs"], 1, N, K)
             else:
-                fn, make = reference(name, 2 * N * K)
-                inputs = [make() for _ in range(sets)]
-            t = timer.time(fn, inputs, set_bytes=set_bytes)
+                set_bytes, (fn, make) = 2 * N * K, reference(name, 2 * N * K)
+            sets = gpu_input_sets(set_bytes, timer)
+            t = timer.time(fn, [make() for _ in range(sets)], set_bytes=set_bytes)
             us.append(t.median_ms * 1e3)
             nbytes.append(2 * N * K)
             rows.append({"variant": name, "shape": f"1x{N}x{K}", "weight_mb": f"{2 * N * K / 2**20:.0f}",
