@@ -159,12 +159,14 @@ def test_name_expressions_from_a_variable(shell):
     expands the magic's line before %%cuda_kernel parses it, quotes and all."""
     shell.run("scales = [f'scale<{s}>' for s in (2, 3)]\nscale_flags = ' '.join(f\"-n '{n}'\" for n in scales)")
     body = "template <int S>\n__global__ void scale(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] *= S; }"
-    shell.cell_magic("cuda_kernel", "--as scales_mod -n 'scale<1>' {scale_flags}", body)
-    module = shell.ns["scales_mod"]
-    assert sorted(module.kernels) == ["scale<1>", "scale<2>", "scale<3>"]
-    assert module["scale<3>"].signature == "scale<3>(float* y, int n)"
-    assert module["scale<2>"].symbol != module["scale<3>"].symbol
-    shell.run("del scales, scale_flags, scales_mod, scale_1, scale_2, scale_3")
+    try:
+        shell.cell_magic("cuda_kernel", "--as scales_mod -n 'scale<1>' {scale_flags}", body)
+        module = shell.ns["scales_mod"]
+        assert sorted(module.kernels) == ["scale<1>", "scale<2>", "scale<3>"]
+        assert module["scale<3>"].signature == "scale<3>(float* y, int n)"
+        assert module["scale<2>"].symbol != module["scale<3>"].symbol
+    finally:  # the shell is shared: leave no names behind, passed or not
+        shell.run("for _n in ('scales', 'scale_flags', 'scales_mod', 'scale_1', 'scale_2', 'scale_3'): globals().pop(_n, None)")
 
 
 def test_extra_options_pass_through(shell):
