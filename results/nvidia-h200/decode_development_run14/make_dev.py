@@ -1,7 +1,7 @@
 # Development run 14 (decode_development.txt) ran this with the working tree at the kernel committed as 03c5d34
 # and HEAD at f4a083c, whose wgmma_decode is the kernel of 809ed5e ("old").
-"""book/_dev06.ipynb: chapter 06 with the committed wgmma_decode (HEAD) beside the new one as wgmma_decode_old, a
-DIRECT_NS switch on the new one (0: unsplit weight tiles keep the shared-memory epilogue), extra instances, no tuning
+"""book/_dev06.ipynb: chapter 06 with the working tree's (new) wgmma_decode and HEAD's beside it as wgmma_decode_old,
+a DIRECT_NS switch on the new one (0: unsplit weight tiles keep the shared-memory epilogue), extra instances, no tuning
 cells. Run from the repository root."""
 import json
 import subprocess
