@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device",
-    "triton_panel",
+    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call", "target_arch",
+    "torch_device", "triton_panel",
 ]
 
 
@@ -62,6 +62,15 @@ def cubin_panel(*args, **kwargs):
     from .analysis.cubin_panel import cubin_panel as _cubin_panel
 
     return _cubin_panel(*args, **kwargs)
+
+
+def kernel(chapter, name, race=None, parameters=None):
+    """A chapter's variant as a Python callable, compiled through the same cache as in the notebook:
+    ``labmagic.kernel("07_attention", "cuda_wgmma_pingpong")(q, k, v, causal=True)`` returns ``(o, lse)``
+    (see :mod:`labmagic.execute.library`)."""
+    from .execute.library import kernel as _kernel
+
+    return _kernel(chapter, name, race=race, parameters=parameters)
 
 
 def __getattr__(name):

@@ -1,0 +1,126 @@
+"""The book's kernels as a library: ``labmagic.kernel("07_attention", "cuda_wgmma_pingpong")`` returns a chapter's
+variant as a Python callable, for a script or another chapter, without anyone re-running the notebook by hand.
+
+The chapter is replayed as ``%ncu`` replays it (:func:`labmagic.child.replay.load_chapter`): its code cells up to its
+first ``%bench``, in a real IPython shell with labmagic loaded, so ``%%cuda_kernel`` cells compile through the same
+compile cache as in the notebook (an unchanged cell costs a file read) and Triton and Pallas variants are the
+chapter's own functions, never copies. Inside a notebook the replay runs in a namespace of its own that is swapped in
+for the duration and then put back: chapter 07's ``size`` or ``check`` never overwrite the caller's. A chapter is
+replayed once per process and file version; later calls are a dictionary lookup.
+
+Which callable a name means, in this order:
+
+1. ``race=`` given: that race's variant of that name, exactly as ``%bench`` times it.
+2. The chapter's own function of that name, when a race times it (directly or bound by ``functools.partial``): the
+   general form, e.g. chapter 07's ``cuda_wgmma_pingpong(q, k, v, causal=True)``, where its races hold one partial
+   per mask.
+3. The one variant of that name across the chapter's races (``cuda_wgmma_pingpong_causal``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import types
+from pathlib import Path
+
+from ..errors import LabError
+from ..paths import chapter_path
+
+_NAMESPACES: dict[tuple, dict] = {}
+
+
+def kernel(chapter: str, name: str, race: str | None = None, parameters: dict | None = None):
+    """Chapter ``chapter``'s variant ``name`` as a callable (see the module's docstring for which one)."""
+    ns = chapter_namespace(chapter, parameters)
+    races = _races(ns)
+    if race is not None:
+        if race not in races:
+            raise LabError(f"{Path(ns['__chapter_path__']).stem} has no race {race!r} "
+                           f"(races: {', '.join(races) or 'none'})")
+        variants = races[race].variants
+        if name not in variants:
+            raise LabError(f"race {race!r} has no variant {name!r} (variants: {', '.join(variants)})")
+        return variants[name]
+    own = ns.get(name)
+    timed = [fn for r in races.values() for n, fn in r.variants.items() if n == name]
+    if callable(own) and any(_is_or_binds(fn, own) for r in races.values() for fn in r.variants.values()):
+        return own
+    distinct = list({_identity(fn): fn for fn in timed}.values())
+    if len(distinct) == 1:
+        return distinct[0]
+    stem = Path(ns["__chapter_path__"]).stem
+    if distinct:
+        having = [r for r, race_ in races.items() if name in race_.variants]
+        raise LabError(f"{stem}: {name!r} is a different callable in each of {', '.join(having)}: "
+                       f"name one with race=")
+    known = sorted({n for r in races.values() for n in r.variants})
+    raise LabError(f"{stem} has no variant {name!r} (variants: {', '.join(known) or 'none'})")
+
+
+def variants(chapter: str, parameters: dict | None = None) -> dict[str, list[str]]:
+    """Each race of the chapter with the names of its variants (what :func:`kernel` can return)."""
+    return {name: list(race.variants) for name, race in _races(chapter_namespace(chapter, parameters)).items()}
+
+
+def chapter_namespace(chapter: str, parameters: dict | None = None) -> dict:
+    """The chapter's namespace after its replay (cached per file version and parameters)."""
+    path = chapter_path(chapter)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(sorted((parameters or {}).items())))
+    if key not in _NAMESPACES:
+        _NAMESPACES[key] = _replay(path, parameters)
+    return _NAMESPACES[key]
+
+
+def _replay(path: Path, parameters: dict | None) -> dict:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..child.replay import load_chapter
+
+    if not InteractiveShell.initialized():  # a script: the process's shell is ours
+        return dict(load_chapter(path, parameters))
+    ip = InteractiveShell.instance()
+    with _own_namespace(ip) as ns:
+        load_chapter(path, parameters, shell=ip)
+    return ns
+
+
+@contextlib.contextmanager
+def _own_namespace(ip):
+    """Swap a fresh user namespace into ``ip`` for the replay, and the caller's back afterwards, even on error."""
+    saved = (ip.user_module, ip.user_ns, ip.user_ns_hidden, ip.ns_table)
+    module = types.ModuleType("__main__")
+    try:
+        ip.init_create_namespaces(module, module.__dict__)
+        ip.init_user_ns()
+        yield ip.user_ns
+    finally:
+        ip.user_module, ip.user_ns, ip.user_ns_hidden, ip.ns_table = saved
+
+
+def _races(ns: dict) -> dict:
+    from ..child.replay import races_in
+
+    return dict(races_in(ns))
+
+
+def _identity(fn):
+    """Equal for the same callable and for partials that bind the same function to the same arguments (chapter 07
+    builds one ``partial(f, causal=True)`` per race: they are one variant)."""
+    if isinstance(fn, functools.partial):
+        key = ("partial", _identity(fn.func), fn.args, tuple(sorted(fn.keywords.items())))
+        try:
+            hash(key)
+            return key
+        except TypeError:  # unhashable or unorderable arguments: only the object itself
+            return id(fn)
+    return id(fn)
+
+
+def _is_or_binds(fn, target) -> bool:
+    while isinstance(fn, functools.partial):
+        if fn.func is target:
+            return True
+        fn = fn.func
+    return fn is target

@@ -1,0 +1,102 @@
+"""labmagic.kernel: a chapter's variant as a callable, replayed in a namespace of its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import labmagic
+from labmagic.errors import LabError
+from labmagic.execute import library
+
+
+@pytest.fixture(autouse=True)
+def _one_shell(shell):
+    """The suite's shell is the process's IPython singleton: start it before any replay would make a plain one."""
+
+
+def _cell(source: str, tags=()):
+    return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source, "outputs": [],
+            "execution_count": None}
+
+
+def _chapter(tmp_path, name="98_toy"):
+    cells = [
+        _cell('size = "full"\nmarker = "chapter"', tags=["parameters"]),
+        _cell("%load_ext labmagic\nimport functools\nimport torch\nimport labmagic\nREPLAYS = [1]"),
+        _cell("def scaled(x, scale=1.0):\n    return x * scale\n\n"
+              "def plain(x):\n    return x + 1\n\n"
+              "def make(n):\n    return (torch.randn(n),)\n\n"
+              "race_a = labmagic.Race(chapter='98_toy', ref='plain', make_inputs=make,\n"
+              "    variants={'plain': plain, 'scaled': functools.partial(scaled, scale=2.0),\n"
+              "              'scaled_3': functools.partial(scaled, scale=3.0), 'neg': lambda x: -x})\n"
+              "race_b = labmagic.Race(chapter='98_toy', ref='plain', make_inputs=make,\n"
+              "    variants={'plain': plain, 'scaled_3': functools.partial(scaled, scale=3.0),\n"
+              "              'neg': lambda x: -2 * x})"),
+        _cell("%bench race_a"),
+        _cell("late = 1"),
+    ]
+    path = tmp_path / f"{name}.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_the_chapter_function_a_race_binds_is_returned_in_its_general_form(tmp_path):
+    path = _chapter(tmp_path)
+    scaled = labmagic.kernel(str(path), "scaled")
+    assert scaled.__name__ == "scaled" and float(scaled(torch_ones(), scale=5.0)[0]) == 5.0
+    assert labmagic.kernel(str(path), "plain")(torch_ones())[0] == 2.0
+
+
+def test_one_variant_in_several_races_is_one_callable_when_the_partials_agree(tmp_path):
+    path = _chapter(tmp_path)
+    assert float(labmagic.kernel(str(path), "scaled_3")(torch_ones())[0]) == 3.0
+
+
+def test_a_name_that_differs_between_races_needs_race(tmp_path):
+    path = _chapter(tmp_path)
+    with pytest.raises(LabError, match=r"'neg' is a different callable in each of race_a, race_b: name one with race="):
+        labmagic.kernel(str(path), "neg")
+    assert float(labmagic.kernel(str(path), "neg", race="race_b")(torch_ones())[0]) == -2.0
+
+
+def test_unknown_names_list_what_exists(tmp_path):
+    path = _chapter(tmp_path)
+    with pytest.raises(LabError, match=r"98_toy has no variant 'late' \(variants: neg, plain, scaled, scaled_3\)"):
+        labmagic.kernel(str(path), "late")  # defined after %bench: not replayed, and no race's variant anyway
+    with pytest.raises(LabError, match=r"has no race 'race_c' \(races: race_a, race_b\)"):
+        labmagic.kernel(str(path), "plain", race="race_c")
+    with pytest.raises(LabError, match=r"race 'race_b' has no variant 'scaled'"):
+        labmagic.kernel(str(path), "scaled", race="race_b")
+    assert library.variants(str(path)) == {"race_a": ["plain", "scaled", "scaled_3", "neg"],
+                                          "race_b": ["plain", "scaled_3", "neg"]}
+
+
+def test_the_replay_leaves_the_callers_namespace_alone_and_runs_once(tmp_path, shell):
+    path = _chapter(tmp_path, "97_toy")
+    shell.run(f'import labmagic\nmarker = "mine"\nsize = 7\nf = labmagic.kernel({str(path)!r}, "plain")')
+    assert shell.ns["marker"] == "mine" and shell.ns["size"] == 7 and "race_a" not in shell.ns
+    assert shell.run("f(1)") == 2
+    ns = library.chapter_namespace(str(path))
+    assert ns["marker"] == "chapter" and ns["size"] == "full"
+    ns["REPLAYS"].append(2)
+    labmagic.kernel(str(path), "plain")
+    assert library.chapter_namespace(str(path))["REPLAYS"] == [1, 2]  # served from the cache, not replayed
+
+
+def test_a_chapter_cell_that_fails_names_the_cell_and_restores_the_namespace(tmp_path, shell):
+    path = _chapter(tmp_path, "96_toy")
+    nb = json.loads(path.read_text())
+    nb["cells"][2]["source"] = "raise ValueError('broken chapter')"
+    path.write_text(json.dumps(nb))
+    shell.run("import labmagic\nmarker = 'kept'")
+    with pytest.raises(LabError, match=r"96_toy.ipynb: code cell 3 .* ValueError: broken chapter"):
+        shell.run(f"labmagic.kernel({str(path)!r}, 'plain')")
+    assert shell.ns["marker"] == "kept" and "REPLAYS" not in shell.ns
+
+
+def torch_ones():
+    import torch
+
+    return torch.ones(1)
