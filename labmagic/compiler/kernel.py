@@ -172,8 +172,9 @@ class CudaKernel:
         self.name = expression
         self.symbol = symbol
         self.decl = decl
-        #: The CUDA source of the whole cell; benchmarks hash it into a variant's provenance.
-        self.__labmagic_source__ = module.source
+        #: The CUDA source of the whole cell and the hashes of the headers it read; benchmarks hash it into a
+        #: variant's provenance.
+        self.__labmagic_source__ = module.result.provenance_text
         #: (args) -> marshalled args or None; compiled on the first call, when the signature's types are final.
         self._fast_check = self._first_fast_check
         self._plans: list[ParamPlan] = []
