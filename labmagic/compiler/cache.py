@@ -6,8 +6,8 @@ architecture, options, name expressions, first line, NVRTC's version, include fo
 the compile read). The disk copy vouches for itself: its ``.json`` holds those inputs (which must hash to the key it
 is filed under), the sha256 of the CUBIN, of the source and of the rest of the result, and every one is checked on
 load; an entry that fails a check (a truncated, empty or swapped ``.cubin``, an edited ``.json``) is a miss that
-recompiles, said once in one line. Both files are written atomically; a cache folder that cannot be written keeps
-results in memory only.
+recompiles, said once in one line. Both files are written atomically; a read-only cache folder costs only the disk
+copy (kernels load from the checked bytes in memory, :mod:`.cubin_load`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra ar
 each raise one line naming the parameter; so does a grid that is not a whole number of the kernel's
 ``__cluster_dims__`` clusters. A type the table below does not know (``typedef float real``, a macro)
 is checked as NVRTC resolved it (:mod:`.type_probe`), and refused where NVRTC could not say. The launch goes
-through CuPy (which loads the CUBIN NVRTC produced) on torch's current stream, so it is ordered with torch work
-and is captured by torch's CUDA graphs.
+through CuPy (which loads the CUBIN NVRTC produced from its bytes in memory, :mod:`.cubin_load`) on torch's current
+stream, so it is ordered with torch work and is captured by torch's CUDA graphs.
 
 A launch is paid for on every call, and a chapter's kernel called from a model is called often, so the checks
 run in two tiers. On its first call a kernel compiles its signature, as NVRTC resolved it, into a fast check: one
@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
 from . import faults, nvrtc
+from .cubin_load import CubinKernel
 from .direct_launch import DirectLaunch
 from .fast_check import (
     BF16_MAX,
@@ -624,10 +625,11 @@ class CudaModule:
     def __getitem__(self, expression: str) -> CudaKernel:
         return self.kernels[expression]
 
-    def function(self, symbol: str):
-        """The CuPy function for ``symbol``; the module is loaded once per process and CUBIN."""
+    def function(self, symbol: str) -> CubinKernel:
+        """The kernel ``symbol``, loaded from the compiled bytes in memory on first launch (once per process, CUBIN
+        and device; :mod:`.cubin_load`), never from a file."""
         if symbol not in self._functions:
-            self._functions[symbol] = _load_module(self.result.key, str(self.result.cubin_path)).get_function(symbol)
+            self._functions[symbol] = CubinKernel(self.result.key, self.result.cubin, symbol)
         return self._functions[symbol]
 
     def _repr_html_(self) -> str:
@@ -639,11 +641,6 @@ class CudaModule:
         from ..display.module_report import module_text
 
         return module_text(self)
-
-
-@functools.cache
-def _load_module(key: str, path: str):
-    return _cupy().RawModule(path=path)
 
 
 def compile_module(
