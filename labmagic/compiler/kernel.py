@@ -24,13 +24,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 
 import numpy as np
 
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
-from . import faults, nvrtc
+from . import binding, faults, nvrtc
+from .binding import python_name
 from .cubin_load import CubinKernel
 from .direct_launch import DirectLaunch
 from .fast_check import (
@@ -201,7 +201,9 @@ class CudaKernel:
 
     @property
     def signature(self) -> str:
-        return f"{self.name}({', '.join(f'{p.ctype} {p.name}' for p in self.decl.params)})"
+        """``vecadd(const float* a, ...)``; ``f(float* x)`` for an overload named by a cast."""
+        shown = binding.display_name(self.name)
+        return binding.signature(self.decl, self.decl.qualified_name if shown != self.name else self.name)
 
     def __repr__(self) -> str:
         return f"<CudaKernel {self.signature} [{self.module.result.arch}]>"
@@ -593,15 +595,6 @@ def _cupy_stream(handle: int):
     return cupy.cuda.ExternalStream(handle)
 
 
-def python_name(expression: str) -> str:
-    """``gemm<float, 64>`` -> ``gemm_float_64``, ``f<float*>`` -> ``f_float_ptr``, ``ns::k`` -> ``ns_k``: a name
-    the notebook namespace can hold. Pointers, references and minus signs are spelled out, so that instances
-    that differ only in them get different names."""
-    for symbol, word in (("*", " ptr "), ("&", " ref "), ("-", " minus ")):
-        expression = expression.replace(symbol, word)
-    return re.sub(r"_+", "_", re.sub(r"\W", "_", expression)).strip("_")
-
-
 @dataclasses.dataclass
 class CudaModule:
     """The kernels of one compiled cell. ``module.vecadd`` or ``module["gemm<float, 64>"]``."""
@@ -649,12 +642,7 @@ def compile_module(
 ) -> CudaModule:
     """Compile ``source`` and wrap each ``__global__`` entry point that NVRTC compiled (and each name expression)
     as a callable. ``timeout_s`` and ``memory_gb`` bound NVRTC (see :func:`labmagic.compiler.nvrtc.compile`)."""
-    decls = {k.qualified_name: k for k in parse_kernels(source)}
-    bound = {name: decl for name, decl in decls.items() if not decl.template_params}
-    for expression in name_expressions:
-        decl = _declaration_of(expression, decls)
-        if decl is not None:
-            bound[expression] = decl.instantiate(expression)
+    bound = binding.targets(parse_kernels(source), name_expressions)
     result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
                            lineinfo=lineinfo, first_line=first_line, type_probes=type_probes(bound.values()),
                            timeout_s=timeout_s, memory_gb=memory_gb)
@@ -662,26 +650,5 @@ def compile_module(
     for expression, symbol in result.lowered.items():
         if expression in bound:  # NVRTC knows it: a kernel the scanner found under #if 0 is not here
             module.kernels[expression] = CudaKernel(module, expression, symbol, bound[expression])
-    _check_python_names(module.kernels)
+    binding.check_python_names(module.kernels)
     return module
-
-
-def _declaration_of(expression: str, decls: dict[str, KernelDecl]) -> KernelDecl | None:
-    """The kernel a name expression (``ns::gemm<float, 64>``) instantiates: by qualified name, else by its
-    own name where only one kernel has it (a ``using namespace``)."""
-    head = re.sub(r"\s+", "", expression.split("<")[0]).removeprefix("::")
-    if head in decls:
-        return decls[head]
-    same = [d for d in decls.values() if d.name == head.split("::")[-1]]
-    return same[0] if len(same) == 1 else None
-
-
-def _check_python_names(kernels: dict[str, CudaKernel]) -> None:
-    """Two kernels bound to one Python name would lose one of them without a word: refuse instead."""
-    seen: dict[str, str] = {}
-    for expression in kernels:
-        name = python_name(expression)
-        if name in seen:
-            raise LabError(f"kernels {seen[name]!r} and {expression!r} would both be bound as {name}: rename one, "
-                           "or drop one of the name expressions")
-        seen[name] = expression

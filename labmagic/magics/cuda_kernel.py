@@ -10,7 +10,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Unicode
 
-from ..compiler.kernel import CudaKernel, CudaModule, compile_module, python_name
+from ..compiler.binding import python_name
+from ..compiler.kernel import CudaKernel, CudaModule, compile_module
 from ..errors import LabError
 
 
