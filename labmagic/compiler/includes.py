@@ -17,6 +17,7 @@ stand for them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -27,7 +28,9 @@ MAX_BYTES = 16 << 20
 #: Headers nested deeper than this are not followed (and the scan is incomplete); NVRTC stops sooner.
 MAX_DEPTH = 200
 
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*include(_next)?\b[ \t]*(.*)$", re.MULTILINE)
+#: ``#include`` and what follows it on its line; only where nothing but blanks come before it on the line (checked
+#: apart: a ``^[ \t]*`` in the pattern costs ten times the scan).
+_DIRECTIVE = re.compile(r"#[ \t]*include(_next)?\b[ \t]*(.*)$", re.MULTILINE)
 _HAS_INCLUDE = re.compile(r"__has_include(?:_next)?\s*\(\s*(\"[^\"\n]*\"|<[^>\n]*>)\s*\)")
 _NAMED = re.compile(r"\"([^\"\n]*)\"|<([^>\n]*)>")
 
@@ -127,10 +130,6 @@ class _Scan:
     def __init__(self, search: SearchPath):
         self.search = search
         self.dirs = [os.path.join(search.cwd, d) for d in search.dirs]
-        self.toolkit = [os.path.realpath(d) for d in search.toolkit]
-        self.project = [os.path.realpath(d) for d in search.project]
-        # Names are given relative to the first folder that holds a file: the project's, then each -I, then cwd.
-        self.bases = [*self.project, *(os.path.realpath(d) for d in self.dirs), os.path.realpath(search.cwd)]
         self.headers: dict[str, Header] = {}
         self.trail: list[tuple] = []
         self.unfollowed: list[tuple[str, int]] = []
@@ -144,11 +143,13 @@ class _Scan:
     def _file(self, label: str, text: str, here: str, cell_line: int | None, depth: int) -> None:
         """Follow each include of ``text`` (the cell where ``cell_line`` is None, else a header reached from that
         line of the cell)."""
-        for m in _HAS_INCLUDE.finditer(text):
+        for m in _HAS_INCLUDE.finditer(text) if "__has_include" in text else ():
             quoted, name = m.group(1)[0] == '"', m.group(1)[1:-1]
             found = self._find(name, quoted, here)
             self.trail.append((label, "has", m.group(1), found[0][0] if found else None))
         for m in _DIRECTIVE.finditer(text):
+            if text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip(" \t"):
+                continue  # not a directive: something else comes first on its line
             line = text.count("\n", 0, m.start()) + 1
             named = _NAMED.match(m.group(2))
             if named is None:
@@ -160,13 +161,19 @@ class _Scan:
             self._include(label, form, name, here, line if cell_line is None else cell_line, depth,
                           every=bool(m.group(1)))
 
-    def _find(self, name: str, quoted: bool, here: str) -> list[tuple[str, str]]:
-        """(path, real path) of each file ``name`` may open, first the one NVRTC opens."""
+    def _find(self, name: str, quoted: bool, here: str) -> list[tuple[str, str | None]]:
+        """(path, folder it was found through, None for an absolute name) of each file ``name`` may open, first the
+        one NVRTC opens."""
         if os.path.isabs(name):
-            candidates = [name]
-        else:
-            candidates = [os.path.join(d, name) for d in ([here] if quoted else []) + self.dirs]
-        return [(os.path.abspath(c), os.path.realpath(c)) for c in candidates if os.path.isfile(c)]
+            return [(os.path.abspath(name), None)] if os.path.isfile(name) else []
+        folders = ([here] if quoted else []) + self.dirs
+        return [(os.path.abspath(os.path.join(d, name)), d) for d in folders if os.path.isfile(os.path.join(d, name))]
+
+    def _toolkit(self, path: str, folder: str | None) -> bool:
+        """Whether ``path`` is a toolkit header: found through a toolkit folder, or lying in one."""
+        if folder is not None and folder in self.toolkit_folders:
+            return True
+        return _under(os.path.realpath(path), self.toolkit) is not None
 
     def _include(self, label: str, form: str, name: str, here: str, cell_line: int, depth: int,
                  every: bool) -> None:
@@ -174,10 +181,11 @@ class _Scan:
         if not found:
             self.trail.append((label, form, name, "missing"))
             return
-        for path, real in found if every else found[:1]:
-            if _under(real, self.toolkit):
+        for path, folder in found if every else found[:1]:
+            if self._toolkit(path, folder):
                 self.trail.append((label, form, name, "toolkit", path))
                 continue
+            real = os.path.realpath(path)
             sha = file_sha256(path)
             self.trail.append((label, form, name, path, sha))
             if sha is None:
@@ -198,6 +206,20 @@ class _Scan:
                 continue
             self._file(path, text, os.path.dirname(path), cell_line, depth + 1)
 
+    @functools.cached_property
+    def toolkit_folders(self) -> set[str]:
+        return {os.path.join(self.search.cwd, d) for d in self.search.toolkit}
+
+    @functools.cached_property
+    def toolkit(self) -> list[str]:
+        return [os.path.realpath(d) for d in self.search.toolkit]
+
+    @functools.cached_property
+    def project(self) -> list[str]:
+        return [os.path.realpath(d) for d in self.search.project]
+
     def _name(self, real: str, path: str) -> str:
-        base = _under(real, self.bases)
+        """``real`` relative to the first folder that holds it: the project's, then each -I folder, then cwd."""
+        bases = [*self.project, *(os.path.realpath(d) for d in self.dirs), os.path.realpath(self.search.cwd)]
+        base = _under(real, bases)
         return os.path.relpath(real, base) if base else path

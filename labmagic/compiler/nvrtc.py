@@ -133,11 +133,24 @@ def search_path(options: tuple[str, ...]) -> includes.SearchPath:
     """Where NVRTC looks for this compile's headers: the toolkit's folders, the ``-I`` folders of ``options``, the
     book's include folder, in that order; the cell's quoted includes from the working directory first."""
     own, pre = includes.include_options(options)
-    book = book_include_dir()
+    book = _book_include_dir()
     project = (str(book),) if book is not None else ()
     toolkit = include_dirs()
     return includes.SearchPath(cwd=os.getcwd(), dirs=(*toolkit, *own, *project), toolkit=toolkit, project=project,
                                pre_includes=tuple(pre))
+
+
+_BOOK_INCLUDE: dict[tuple, object] = {}
+
+
+def _book_include_dir():
+    """:func:`labmagic.paths.book_include_dir`, remembered per working directory and setting while the folder is
+    there (finding the repository walks the working directory's parents: a cache hit should not pay that)."""
+    where = (os.getcwd(), os.environ.get("LABMAGIC_INCLUDE_DIR"), os.environ.get("LABMAGIC_ROOT"))
+    known = _BOOK_INCLUDE.get(where)
+    if known is None or not known.is_dir():
+        known = _BOOK_INCLUDE[where] = book_include_dir()
+    return known
 
 
 def _key_inputs(source: str, arch: str, options: tuple[str, ...], expressions: tuple[str, ...], first_line: int,
