@@ -44,6 +44,7 @@ import pstats
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -163,7 +164,10 @@ class Launches:
             self.cupy_kernel, self.cupy_kind = cupy.RawKernel(TOUCH, "touch"), "RawKernel"
         except Exception as exc:  # noqa: BLE001  (CuPy's own NVRTC missing: load labmagic's CUBIN into CuPy instead)
             print(f"cupy.RawKernel failed ({exc}); using RawModule on labmagic's CUBIN", file=sys.stderr)
-            self.cupy_kernel = cupy.RawModule(path=str(self.module.result.cubin_path)).get_function("touch")
+            self._cubin_dir = tempfile.TemporaryDirectory(prefix="labmagic-touch-")  # RawModule reads a file, lazily
+            path = Path(self._cubin_dir.name) / "touch.cubin"
+            path.write_bytes(self.module.result.cubin)
+            self.cupy_kernel = cupy.RawModule(path=str(path)).get_function("touch")
             self.cupy_kind = "RawModule"
         self.xc, self.yc = cupy.asarray(self.x), cupy.asarray(self.y)  # zero-copy views of the torch tensors
         self.n32 = np.int32(self.n)
@@ -436,7 +440,7 @@ def tool_report(module) -> list[str]:
         lines.append(f"{name} --version: {version.splitlines()[-1] if version else '?'}")
         cmd = [path, "-gi", "-c"] if name == "nvdisasm" else [path, "-sass"]
         start = time.perf_counter()
-        proc = subprocess.run([*cmd, str(module.result.cubin_path)], capture_output=True, text=True, timeout=60)
+        proc = sass.run_on_cubin(cmd[0], cmd[1:], module.result.cubin)
         ms = (time.perf_counter() - start) * 1e3
         said = f", stderr: {proc.stderr.strip()[:300]}" if proc.stderr.strip() else ""
         lines.append(f"{' '.join(Path(c).name for c in cmd)} on the cell's CUBIN: rc {proc.returncode}, {ms:.1f} ms, "

@@ -1,4 +1,5 @@
-"""Where things live: the repository root, the book and its chapters, results per device, the compile cache."""
+"""Where things live: the repository root, the book, its chapters and its shared headers, results per device, the
+compile cache."""
 
 from __future__ import annotations
 
@@ -61,6 +62,21 @@ def repo_root() -> Path:
 
 def book_dir() -> Path:
     return repo_root() / "book"
+
+
+def book_include_dir(book: Path | None = None) -> Path | None:
+    """The book's shared device headers (``book/include``, holding ``lab/*.cuh``), which every compile puts on NVRTC's
+    include path: ``LABMAGIC_INCLUDE_DIR``, else ``include/`` in ``book`` (default :func:`book_dir`); None where there
+    is none (an installed package without the repository). A LabError when ``LABMAGIC_INCLUDE_DIR`` names no folder."""
+    env = os.environ.get("LABMAGIC_INCLUDE_DIR")
+    if env:
+        folder = Path(env).expanduser()
+        if not folder.is_dir():
+            raise LabError(f"LABMAGIC_INCLUDE_DIR={env!r} is not a folder: point it at the book's include folder "
+                           "(book/include) or unset it")
+        return folder.resolve()
+    folder = (book if book is not None else book_dir()) / "include"
+    return folder.resolve() if folder.is_dir() else None
 
 
 def all_chapters() -> list[Path]:

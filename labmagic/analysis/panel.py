@@ -4,7 +4,8 @@
 :class:`~labmagic.compiler.compile_result.CompileResult`. Per kernel it gathers, all without a GPU:
 
 - the compiler's resource report (registers, shared memory, stack, spills) from ``ptxas -v``;
-- the SASS with the cell's lines interleaved (:mod:`labmagic.analysis.sass`), and optionally the PTX;
+- the SASS with the cell's lines interleaved (:mod:`labmagic.analysis.sass`), and the lines of the book's headers
+  where code from them was not inlined into the cell; optionally the PTX;
 - the static instruction mix: load/store widths, shared and local memory traffic, FMA and tensor-core
   instructions, barriers;
 - theoretical occupancy on the target architecture (:mod:`labmagic.occupancy`) at the block size the
@@ -19,11 +20,13 @@ Rendering lives in :mod:`labmagic.display.panel_view`; this module only computes
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections import Counter
 from typing import Any
 
 from .. import occupancy as occ
+from ..compiler.includes import file_sha256
 from ..errors import LabError
 from . import sass
 
@@ -181,6 +184,7 @@ def kernel_panels(result, block_size: int | None = None, dynamic_smem: int = 0,
         names = [(sym, sym) for sym in functions]
     arch = result.arch
     first_line = getattr(result, "first_line", 1)
+    headers = header_sources(result)
     panels = []
     for name, symbol in names:
         res = (result.resources or {}).get(symbol)
@@ -202,12 +206,28 @@ def kernel_panels(result, block_size: int | None = None, dynamic_smem: int = 0,
             name=name, symbol=symbol, arch=arch, resources=res, instructions=instrs,
             mix=sass.instruction_mix(instrs), block_size=block, block_size_from=source,
             dynamic_smem=dynamic_smem, occupancy=here, sweep=sweep,
-            sass_text=sass.interleave(instrs, result.source, first_line),
+            sass_text=sass.interleave(instrs, result.source, first_line, headers=headers),
             ptx=sass.kernel_ptx(result.ptx, symbol),
             local_memory_lines=sorted(set(sass.lines_with(instrs, "LDL")) | set(sass.lines_with(instrs, "STL"))),
             note=note,
         ))
     return panels
+
+
+def header_sources(result) -> dict[str, tuple[str, list[str] | None]]:
+    """The real path of each header ``result`` read -> (its name, its lines where they may be shown): the book's own
+    headers while they still hold the text the compile read; None for any other file, whose lines stay out."""
+    sources = {}
+    for header in getattr(result, "headers", ()):
+        lines = None
+        if header.project and file_sha256(header.path) == header.sha256:
+            try:
+                with open(header.path, encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                pass
+        sources[os.path.realpath(header.path)] = (header.name, lines)
+    return sources
 
 
 def diff(before: KernelPanel, after: KernelPanel) -> KernelDiff:

@@ -135,12 +135,14 @@ def source_line_of(instr: Instruction) -> int | None:
 
 
 def interleave(instructions: list[Instruction], source: str | None = None, first_line: int = 1,
-               drop_padding: bool = True) -> str:
+               drop_padding: bool = True, headers: dict[str, tuple[str, list[str] | None]] | None = None) -> str:
     """SASS as text, with the source line printed above each run of instructions it produced.
 
     ``first_line`` is the line number of the source's first line (2 in a ``%%cuda_kernel`` cell), the
-    same convention the compiler's line markers use. The ``NOP`` padding after the final ``EXIT``/
-    ``BRA`` self-loop is dropped: it is alignment, not code.
+    same convention the compiler's line markers use. ``headers`` maps the real path of each header the cell read to
+    the name the reader knows it by (``lab/vec.cuh``) and its lines, where they may be shown (the book's own
+    headers), else None: code from a header that was not inlined into the cell is labelled by that name. The ``NOP``
+    padding after the final ``EXIT``/``BRA`` self-loop is dropped: it is alignment, not code.
     """
     lines = source.splitlines() if source else []
     out: list[str] = []
@@ -148,7 +150,8 @@ def interleave(instructions: list[Instruction], source: str | None = None, first
     for instr in trim_padding(instructions) if drop_padding else instructions:
         where = (instr.file, instr.line, instr.inlined_at)
         if instr.line is not None and where != last:
-            label = f"{os.path.basename(instr.file or '')}:{instr.line}"
+            header = (headers or {}).get(os.path.realpath(instr.file)) if instr.file else None
+            label = f"{header[0] if header else os.path.basename(instr.file or '')}:{instr.line}"
             if instr.inlined_at is not None:
                 label += f" (inlined at line {instr.inlined_at})"
             text = ""
@@ -157,6 +160,8 @@ def interleave(instructions: list[Instruction], source: str | None = None, first
                 index = (own or 0) - first_line
                 if 0 <= index < len(lines):
                     text = lines[index].strip()
+            elif header and header[1] is not None and 0 < instr.line <= len(header[1]):
+                text = header[1][instr.line - 1].strip()
             out.append(f"  // {label}: {text}" if text else f"  // {label}")
             last = where
         out.append(f"  /*{instr.offset:04x}*/  {instr.text} ;")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-from ..paths import atomic_write, cache_dir
+from .includes import Header
 from .resources import Resources
 
 
@@ -28,11 +27,11 @@ class CompileResult:
     seconds: float = 0.0
     #: Parameter types as written (``real``) that NVRTC resolved, to their canonical type (``float``).
     types: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Every header the compile read that is not the toolkit's (:mod:`.includes`), each with the hash of its text.
+    headers: tuple[Header, ...] = ()
 
     @property
-    def cubin_path(self) -> Path:
-        """The CUBIN on disk (written by the cache), for tools that want a file (CuPy, nvdisasm)."""
-        path = cache_dir() / f"{self.key}.cubin"
-        if not path.exists():
-            atomic_write(path, self.cubin)
-        return path
+    def provenance_text(self) -> str:
+        """The source and the hash of each header it read: what a benchmark's source hash covers, so that an edited
+        header makes the rows measured with the old one stale (just the source where it read none)."""
+        return self.source + "".join(f"\n// {h.name} sha256:{h.sha256}" for h in self.headers)

@@ -36,8 +36,8 @@ def slot_code(value) -> str | None:
 
 
 class DirectLaunch:
-    """Launches one kernel (a CuPy ``RawKernel``, or the ``Function`` it loaded) with arguments laid out like
-    ``example``."""
+    """Launches one kernel (a :class:`~labmagic.compiler.cubin_load.CubinKernel` or a CuPy ``RawKernel``, or the
+    ``Function`` either loaded) with arguments laid out like ``example``."""
 
     def __init__(self, function, example: tuple, launch=None, device: int | None = None, error=()):
         """``launch``: what calls the driver, with ``cupy.cuda.driver.launchKernel``'s arguments (that by default).
@@ -56,7 +56,7 @@ class DirectLaunch:
         self.codes = tuple(codes)
         self._struct = struct.Struct(fmt)
         self._offsets = offsets
-        self._function = getattr(function, "kernel", function).ptr  # a RawKernel's loaded Function, or a Function
+        self._function = getattr(function, "kernel", function).ptr  # the loaded Function, or a Function
         self._local = threading.local()
         if launch is None:
             from cupy.cuda import driver, runtime
@@ -66,7 +66,7 @@ class DirectLaunch:
                 device = runtime.getDevice()
         self._launch = launch
         self.error = error
-        #: The device whose context holds ``function`` (a RawKernel loads one per device): launches elsewhere go
+        #: The device whose context holds ``function`` (a kernel loads one per device): launches elsewhere go
         #: through CuPy, which loads the kernel there.
         self.device = device
 

@@ -6,8 +6,8 @@ non-contiguous view, a misaligned pointer for ``float4*``, a missing or extra ar
 each raise one line naming the parameter; so does a grid that is not a whole number of the kernel's
 ``__cluster_dims__`` clusters. A type the table below does not know (``typedef float real``, a macro)
 is checked as NVRTC resolved it (:mod:`.type_probe`), and refused where NVRTC could not say. The launch goes
-through CuPy (which loads the CUBIN NVRTC produced) on torch's current stream, so it is ordered with torch work
-and is captured by torch's CUDA graphs.
+through CuPy (which loads the CUBIN NVRTC produced from its bytes in memory, :mod:`.cubin_load`) on torch's current
+stream, so it is ordered with torch work and is captured by torch's CUDA graphs.
 
 A launch is paid for on every call, and a chapter's kernel called from a model is called often, so the checks
 run in two tiers. On its first call a kernel compiles its signature, as NVRTC resolved it, into a fast check: one
@@ -24,13 +24,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 
 import numpy as np
 
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
-from . import faults, nvrtc
+from . import binding, faults, nvrtc
+from .binding import python_name
+from .cubin_load import CubinKernel
 from .direct_launch import DirectLaunch
 from .fast_check import (
     BF16_MAX,
@@ -172,8 +173,9 @@ class CudaKernel:
         self.name = expression
         self.symbol = symbol
         self.decl = decl
-        #: The CUDA source of the whole cell; benchmarks hash it into a variant's provenance.
-        self.__labmagic_source__ = module.source
+        #: The CUDA source of the whole cell and the hashes of the headers it read; benchmarks hash it into a
+        #: variant's provenance.
+        self.__labmagic_source__ = module.result.provenance_text
         #: (args) -> marshalled args or None; compiled on the first call, when the signature's types are final.
         self._fast_check = self._first_fast_check
         self._plans: list[ParamPlan] = []
@@ -199,7 +201,9 @@ class CudaKernel:
 
     @property
     def signature(self) -> str:
-        return f"{self.name}({', '.join(f'{p.ctype} {p.name}' for p in self.decl.params)})"
+        """``vecadd(const float* a, ...)``; ``f(float* x)`` for an overload named by a cast."""
+        shown = binding.display_name(self.name)
+        return binding.signature(self.decl, self.decl.qualified_name if shown != self.name else self.name)
 
     def __repr__(self) -> str:
         return f"<CudaKernel {self.signature} [{self.module.result.arch}]>"
@@ -591,15 +595,6 @@ def _cupy_stream(handle: int):
     return cupy.cuda.ExternalStream(handle)
 
 
-def python_name(expression: str) -> str:
-    """``gemm<float, 64>`` -> ``gemm_float_64``, ``f<float*>`` -> ``f_float_ptr``, ``ns::k`` -> ``ns_k``: a name
-    the notebook namespace can hold. Pointers, references and minus signs are spelled out, so that instances
-    that differ only in them get different names."""
-    for symbol, word in (("*", " ptr "), ("&", " ref "), ("-", " minus ")):
-        expression = expression.replace(symbol, word)
-    return re.sub(r"_+", "_", re.sub(r"\W", "_", expression)).strip("_")
-
-
 @dataclasses.dataclass
 class CudaModule:
     """The kernels of one compiled cell. ``module.vecadd`` or ``module["gemm<float, 64>"]``."""
@@ -623,10 +618,11 @@ class CudaModule:
     def __getitem__(self, expression: str) -> CudaKernel:
         return self.kernels[expression]
 
-    def function(self, symbol: str):
-        """The CuPy function for ``symbol``; the module is loaded once per process and CUBIN."""
+    def function(self, symbol: str) -> CubinKernel:
+        """The kernel ``symbol``, loaded from the compiled bytes in memory on first launch (once per process, CUBIN
+        and device; :mod:`.cubin_load`), never from a file."""
         if symbol not in self._functions:
-            self._functions[symbol] = _load_module(self.result.key, str(self.result.cubin_path)).get_function(symbol)
+            self._functions[symbol] = CubinKernel(self.result.key, self.result.cubin, symbol)
         return self._functions[symbol]
 
     def _repr_html_(self) -> str:
@@ -640,23 +636,13 @@ class CudaModule:
         return module_text(self)
 
 
-@functools.cache
-def _load_module(key: str, path: str):
-    return _cupy().RawModule(path=path)
-
-
 def compile_module(
     source: str, arch: str | None = None, options=(), name_expressions=(), lineinfo: bool = True, first_line: int = 1,
     timeout_s: float | None = None, memory_gb: float | None = None,
 ) -> CudaModule:
     """Compile ``source`` and wrap each ``__global__`` entry point that NVRTC compiled (and each name expression)
     as a callable. ``timeout_s`` and ``memory_gb`` bound NVRTC (see :func:`labmagic.compiler.nvrtc.compile`)."""
-    decls = {k.qualified_name: k for k in parse_kernels(source)}
-    bound = {name: decl for name, decl in decls.items() if not decl.template_params}
-    for expression in name_expressions:
-        decl = _declaration_of(expression, decls)
-        if decl is not None:
-            bound[expression] = decl.instantiate(expression)
+    bound = binding.targets(parse_kernels(source), name_expressions)
     result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
                            lineinfo=lineinfo, first_line=first_line, type_probes=type_probes(bound.values()),
                            timeout_s=timeout_s, memory_gb=memory_gb)
@@ -664,26 +650,5 @@ def compile_module(
     for expression, symbol in result.lowered.items():
         if expression in bound:  # NVRTC knows it: a kernel the scanner found under #if 0 is not here
             module.kernels[expression] = CudaKernel(module, expression, symbol, bound[expression])
-    _check_python_names(module.kernels)
+    binding.check_python_names(module.kernels)
     return module
-
-
-def _declaration_of(expression: str, decls: dict[str, KernelDecl]) -> KernelDecl | None:
-    """The kernel a name expression (``ns::gemm<float, 64>``) instantiates: by qualified name, else by its
-    own name where only one kernel has it (a ``using namespace``)."""
-    head = re.sub(r"\s+", "", expression.split("<")[0]).removeprefix("::")
-    if head in decls:
-        return decls[head]
-    same = [d for d in decls.values() if d.name == head.split("::")[-1]]
-    return same[0] if len(same) == 1 else None
-
-
-def _check_python_names(kernels: dict[str, CudaKernel]) -> None:
-    """Two kernels bound to one Python name would lose one of them without a word: refuse instead."""
-    seen: dict[str, str] = {}
-    for expression in kernels:
-        name = python_name(expression)
-        if name in seen:
-            raise LabError(f"kernels {seen[name]!r} and {expression!r} would both be bound as {name}: rename one, "
-                           "or drop one of the name expressions")
-        seen[name] = expression

@@ -6,9 +6,15 @@ a kernel author knows from nvcc's device side (``-use_fast_math``, ``-DTILE=32``
 the compiler's own resource report (registers, shared memory, stack frame, spills), which is what the
 notebook prints under each cell.
 
+NVRTC looks for headers in the toolkit's folders, then in the cell's own ``-I`` folders, then in the book's include
+folder (:func:`labmagic.paths.book_include_dir`), so a cell may say ``#include <lab/vec.cuh>``.
+
 The cache (:mod:`labmagic.compiler.cache`) is keyed by the source, the options, the architecture, the name
-expressions and NVRTC's version; a hit in memory costs a hash and a dict lookup, a hit on disk a file read. A miss
-runs NVRTC in a child process with a time and a memory limit (:mod:`labmagic.compiler.sandbox`).
+expressions, the first line's number, NVRTC's version, the include folders, and every ``#include`` with where it led
+and the text of each header it read, transitively (:mod:`.includes`): an edited header is a new key. A hit in memory
+costs that scan, a hash and a dict lookup; a hit on disk a file read and its checks. A miss runs NVRTC in a child
+process with a time and a memory limit (:mod:`labmagic.compiler.sandbox`); a header edited while NVRTC ran leaves
+that compile out of the cache.
 """
 
 from __future__ import annotations
@@ -20,14 +26,16 @@ import re
 import time
 
 from ..errors import CompileError
+from ..paths import book_include_dir
 from ..runtime import target_arch
-from . import cache, sandbox, type_probe
+from . import cache, includes, sandbox, type_probe
+from .compile_log import SOURCE_NAME, Context, compile_error, name_map_errors, only_name_map_errors
 from .compile_result import CompileResult
 from .resources import parse_ptxas_log
 from .signature import parse_kernels
 
-#: Name NVRTC gives the source; compiler messages read ``cell(LINE): error: ...``.
-SOURCE_NAME = "cell"
+#: Bumped when what the key covers changes, so that no entry written under the old rules is found.
+KEY_FORMAT = 2
 
 
 @functools.cache
@@ -87,7 +95,9 @@ def compile(  # noqa: A001  (the verb is the point)
     for the reader (2 in a ``%%cuda_kernel`` cell, whose first line is the magic): compiler messages match
     what they see. ``type_probes`` are parameter types as written (``real``, ``ns::index_t``) that NVRTC is
     asked to spell out; ``result.types`` maps each one it resolved to its canonical type (:mod:`.type_probe`).
-    NVRTC runs in a child process stopped at ``timeout_s`` seconds or ``memory_gb`` GiB (:mod:`.sandbox`).
+    ``-I`` folders in ``options`` come before the book's include folder; ``result.headers`` lists every header the
+    compile read that is not the toolkit's. NVRTC runs in a child process stopped at ``timeout_s`` seconds or
+    ``memory_gb`` GiB (:mod:`.sandbox`).
     """
     arch = arch or target_arch()
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
@@ -96,22 +106,59 @@ def compile(  # noqa: A001  (the verb is the point)
     if lineinfo and "-lineinfo" not in options and "--generate-line-info" not in options:
         options = ("-lineinfo", *options)
     required = list(dict.fromkeys(name_expressions))
-    kernels = [k.qualified_name for k in parse_kernels(source)
-               if not k.template_params and k.qualified_name not in required]
+    plain = [k.qualified_name for k in parse_kernels(source) if not k.template_params]
+    # An overloaded name is no expression NVRTC can place: each overload is named by a cast (-n '(void(*)(T))f').
+    kernels = [k for k in dict.fromkeys(plain) if plain.count(k) == 1 and k not in required]
     probes = [type_probe.expression(t) for t in dict.fromkeys(type_probes)]
-    key = cache.cache_key(source, arch, options, (*required, *kernels, *probes), nvrtc_version())
-    if use_cache:
+    search = search_path(options)
+    found = includes.scan(source, search)
+    inputs = _key_inputs(source, arch, options, (*required, *kernels, *probes), first_line, search, found)
+    key = cache.cache_key(inputs)
+    cached = use_cache and found.complete  # an include the scan cannot follow: nothing vouches for a cached CUBIN
+    if cached:
         hit = cache.lookup(key)
         if hit is not None:
             return hit
     limits = sandbox.limits(timeout_s, memory_gb)
     start = time.perf_counter()
-    program = _Program(source, arch, options, first_line, limits)
+    program = _Program(source, arch, options, first_line, limits, search, found)
     result = dataclasses.replace(_compile_known(program, required, kernels, probes), key=key,
                                  seconds=time.perf_counter() - start)
-    if use_cache:
-        cache.store(result, nvrtc_version())
+    if cached and includes.scan(source, search).trail == found.trail:  # no header changed while NVRTC read them
+        cache.store(result, inputs)
     return result
+
+
+def search_path(options: tuple[str, ...]) -> includes.SearchPath:
+    """Where NVRTC looks for this compile's headers: the toolkit's folders, the ``-I`` folders of ``options``, the
+    book's include folder, in that order; the cell's quoted includes from the working directory first."""
+    own, pre = includes.include_options(options)
+    book = _book_include_dir()
+    project = (str(book),) if book is not None else ()
+    toolkit = include_dirs()
+    return includes.SearchPath(cwd=os.getcwd(), dirs=(*toolkit, *own, *project), toolkit=toolkit, project=project,
+                               pre_includes=tuple(pre))
+
+
+_BOOK_INCLUDE: dict[tuple, object] = {}
+
+
+def _book_include_dir():
+    """:func:`labmagic.paths.book_include_dir`, remembered per working directory and setting while the folder is
+    there (finding the repository walks the working directory's parents: a cache hit should not pay that)."""
+    where = (os.getcwd(), os.environ.get("LABMAGIC_INCLUDE_DIR"), os.environ.get("LABMAGIC_ROOT"))
+    known = _BOOK_INCLUDE.get(where)
+    if known is None or not known.is_dir():
+        known = _BOOK_INCLUDE[where] = book_include_dir()
+    return known
+
+
+def _key_inputs(source: str, arch: str, options: tuple[str, ...], expressions: tuple[str, ...], first_line: int,
+                search: includes.SearchPath, found: includes.Includes) -> list:
+    """Everything the CUBIN, its log and its line labels depend on: what :func:`.cache.cache_key` hashes."""
+    folders = [os.path.join(search.cwd, d) for d in search.dirs]
+    return [KEY_FORMAT, source, arch, list(options), list(expressions), nvrtc_version(), first_line, folders,
+            [list(step) for step in found.trail]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,15 +168,23 @@ class _Program:
     options: tuple[str, ...]
     first_line: int
     limits: tuple[float, float]
+    search: includes.SearchPath
+    found: includes.Includes
 
     def run(self, expressions: list[str], probes: bool) -> dict:
         """NVRTC's reply for this program with ``expressions`` (and the type probe's declaration)."""
         text = f'#line {self.first_line} "{SOURCE_NAME}"\n{self.source}{type_probe.DECLARATION if probes else ""}'
         options = [f"-arch={self.arch}", "--ptxas-options=-v", "--std=c++17"]
-        options += [f"-I{d}" for d in include_dirs()]
+        options += [f"-I{d}" for d in self.search.toolkit]
         options += list(self.options)
-        request = {"source": text, "name": SOURCE_NAME, "options": options, "expressions": expressions}
+        options += [f"-I{d}" for d in self.search.project]
+        request = {"source": text, "name": SOURCE_NAME, "options": options, "expressions": expressions,
+                   "cwd": self.search.cwd}
         return sandbox.run(request, *self.limits)
+
+    @property
+    def context(self) -> Context:
+        return Context(self.source, self.first_line, self.search, self.found)
 
 
 def _compile_known(program: _Program, required: list[str], kernels: list[str], probes: list[str]) -> CompileResult:
@@ -147,13 +202,13 @@ def _compile_known(program: _Program, required: list[str], kernels: list[str], p
         if reply["ok"]:
             return _result(program, reply, required + kernels, probes)
         rejected = name_map_errors(reply["log"])
-        broken = not _only_name_map_errors(reply["log"])
+        broken = not only_name_map_errors(reply["log"])
         guesses = [e for e in (*kernels, *probes) if e in rejected]
         if not guesses and (not broken or not probes):
             break
         kernels = [k for k in kernels if k not in rejected]
         probes = [] if broken else [p for p in probes if p not in rejected]
-    raise _compile_error(reply["log"], program, {e: m for e, m in rejected.items() if e in required})
+    raise compile_error(reply["log"], program.context, {e: m for e, m in rejected.items() if e in required})
 
 
 def _result(program: _Program, reply: dict, kernels: list[str], probes: list[str]) -> CompileResult:
@@ -165,124 +220,5 @@ def _result(program: _Program, reply: dict, kernels: list[str], probes: list[str
     return CompileResult(
         source=program.source, arch=program.arch, options=program.options, cubin=reply["cubin"], ptx=reply["ptx"],
         log=reply["log"], lowered={e: reply["lowered"][e] for e in kernels}, resources=parse_ptxas_log(reply["log"]),
-        key="", first_line=program.first_line, types=types,
+        key="", first_line=program.first_line, types=types, headers=program.found.headers,
     )
-
-
-def _compile_error(log: str, program: _Program, rejected: dict[str, str]) -> CompileError:
-    detail = annotate_log(log, program.source, program.first_line)
-    if rejected and _only_name_map_errors(log):
-        expr, message = next(iter(rejected.items()))
-        more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
-        return CompileError(f"name expression {expr!r}: {message.strip()}{more}", detail=detail)
-    return CompileError(_headline(log), detail=detail)
-
-
-#: The file NVRTC compiles the name expressions in; its messages quote an expression, never the user's files.
-NAME_MAP = "__nv_name_map"
-_HEADER = re.compile(r"^(?P<file>\S.*?)\((?P<line>\d+)\): (?P<severity>catastrophic error|error|warning|note|remark)"
-                     r"(?P<code>[^:]*): (?P<message>.*)$")
-_PRAGMA = re.compile(r"^\s*#pragma nv_mangled_name (.*?)\s*$")
-
-
-def _diagnostics(log: str) -> list[re.Match]:
-    return [m for m in map(_HEADER.match, log.splitlines()) if m]
-
-
-def _only_name_map_errors(log: str) -> bool:
-    errors = [m for m in _diagnostics(log) if "error" in m["severity"]]
-    return bool(errors) and all(m["file"] == NAME_MAP for m in errors) and "nvrtc: error" not in log
-
-
-def name_map_errors(log: str) -> dict[str, str]:
-    """Each name expression NVRTC rejected, with its first message (NVRTC quotes the expression under it)."""
-    lines = log.splitlines()
-    rejected: dict[str, str] = {}
-    for i, line in enumerate(lines):
-        m = _HEADER.match(line)
-        if m and m["file"] == NAME_MAP and "error" in m["severity"]:
-            quoted = next((p.group(1) for p in map(_PRAGMA.match, lines[i + 1 : i + 3]) if p), None)
-            if quoted is not None:
-                rejected.setdefault(quoted, m["message"])
-    return rejected
-
-
-def _quotable(file: str) -> bool:
-    """Whether log lines quoted from ``file`` may be shown: the cell's own, and the expressions we added."""
-    return file in (SOURCE_NAME, NAME_MAP)
-
-
-def _readable(file: str) -> bool:
-    """Whether the messages about ``file`` may be shown as they are: the cell, our additions, the CUDA headers.
-
-    Any other file is whatever an ``#include`` named (``/etc/passwd``, a key): its messages quote its words
-    (``identifier "..." is undefined``), and an error shown in a notebook lands in logs and executed copies.
-    """
-    if _quotable(file) or file == type_probe.SOURCE_NAME:
-        return True
-    real = os.path.realpath(file)
-    return any(real.startswith(os.path.realpath(d) + os.sep) for d in include_dirs())
-
-
-def _message(m: re.Match) -> str:
-    """A diagnostic's message, with its quoted words left out where it is about a file we may not show."""
-    return m["message"] if _readable(m["file"]) else re.sub(r'"[^"]*"', '"..."', m["message"])
-
-
-def _headline(log: str) -> str:
-    """One line for the reader: the first error with its line, and how many there were."""
-    errors = [m for m in _diagnostics(log) if "error" in m["severity"]]
-    in_cell = [m for m in errors if m["file"] == SOURCE_NAME]
-    if in_cell:
-        first = in_cell[0]
-        more = f" (and {len(in_cell) - 1} more)" if len(in_cell) > 1 else ""
-        return f"line {first['line']}: {first['message'].strip()}{more}"
-    if errors:
-        first = errors[0]
-        return f"compile failed: {first['file']}({first['line']}): {first['severity']}: {_message(first).strip()}"
-    fallback = log.strip().splitlines()[0] if log.strip() else ""
-    first_line = next((line for line in log.splitlines() if "error" in line), fallback)
-    return f"compile failed: {first_line.strip()}"
-
-
-_NOISE = ('detected in the compilation of "cell".', "Compilation terminated.")
-
-
-def annotate_log(log: str, source: str, first_line: int = 1) -> str:
-    """The compiler log with each ``cell(N)`` diagnostic followed by the cell's line N and a marker.
-
-    NVRTC already quotes the line for most errors; we add it where it does not and keep the log's
-    own caret lines, dropping the noise of the final summary and of an empty log. Only the cell's lines are
-    quoted: a diagnostic about another file keeps its place and message (its quoted words left out unless the
-    file is a CUDA header), never that file's lines.
-    """
-    lines = source.splitlines()
-    out: list[str] = []
-    log_lines = log.strip("\n").splitlines()
-    hidden = withheld = False
-    for i, text in enumerate(log_lines):
-        if text.strip().endswith(_NOISE[0]) or text.strip() == _NOISE[1]:
-            continue
-        if text.startswith("ptxas info") or text.startswith("ptxas         ."):
-            continue
-        match = _HEADER.match(text)
-        if match:
-            hidden = not _quotable(match["file"])
-            if hidden:
-                shown = _message(match)
-                withheld = withheld or shown != match["message"]
-                out.append(f"{match['file']}({match['line']}): {match['severity']}{match['code']}: {shown}")
-                continue
-        elif hidden:
-            withheld = withheld or bool(text.strip())
-            continue
-        out.append(text)
-        if match and match["file"] == SOURCE_NAME:
-            number = int(match["line"])
-            quoted = i + 1 < len(log_lines) and log_lines[i + 1].strip() and not _HEADER.match(log_lines[i + 1])
-            index = number - first_line
-            if not quoted and 0 <= index < len(lines):
-                out.append(f"  {number:>4} | {lines[index]}")
-    if withheld:
-        out.append("(lines and quoted words of files other than the cell are not shown)")
-    return "\n".join(out).strip("\n")

@@ -60,9 +60,16 @@ def peak_memory() -> int:
 
 
 def compile_program(request: dict) -> dict:
-    """Run NVRTC on ``request`` (source, name, options, expressions); the reply holds the log and, if it
+    """Run NVRTC on ``request`` (source, name, options, expressions, and the notebook's working directory, where
+    the cell's quoted includes and relative ``-I`` folders are found); the reply holds the log and, if it
     compiled, the CUBIN, the PTX and each expression's lowered name."""
     from cuda.bindings import nvrtc
+
+    if request.get("cwd"):
+        try:
+            os.chdir(request["cwd"])  # the notebook may have changed folder since this process started
+        except OSError:
+            pass  # a folder gone since: NVRTC reports the includes it then cannot find
 
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     reply: dict = {"ok": False, "log": "", "api_error": None, "cubin": b"", "ptx": None, "lowered": {}}

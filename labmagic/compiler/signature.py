@@ -54,7 +54,7 @@ class KernelDecl:
             return self
         opened, closed = expression.find("<"), expression.rfind(">")
         inside = expression[opened + 1 : closed] if 0 <= opened < closed else ""
-        args = [a.strip() for a in _split_top_level(inside)] if inside else []
+        args = [a.strip() for a in split_top_level(inside)] if inside else []
         mapping = dict(zip(self.template_params, args))
         params = tuple(_substitute(p, mapping) for p in self.params)
         return dataclasses.replace(self, params=params, template_params=())
@@ -63,7 +63,7 @@ class KernelDecl:
 def _substitute(param: Param, mapping: dict[str, str]) -> Param:
     if param.base not in mapping:
         return param
-    inner = _parse_type(mapping[param.base])
+    inner = parse_type(mapping[param.base])
     return dataclasses.replace(param, base=inner.base, pointer=param.pointer + inner.pointer,
                                const=param.const or inner.const)
 
@@ -111,7 +111,7 @@ def strip_comments(source: str) -> str:
     return "".join(out)
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     parts, depth, start = [], 0, 0
     for i, c in enumerate(text):
         if c in "(<[{":
@@ -141,7 +141,7 @@ def _matching(text: str, open_index: int, open_ch: str = "(", close_ch: str = ")
     raise _Unbalanced(f"no {close_ch!r} for the {open_ch!r} at offset {open_index}")
 
 
-def _parse_type(text: str) -> Param:
+def parse_type(text: str) -> Param:
     """Parse a type (no name) such as ``const float *`` or ``unsigned int``."""
     text = text.replace("*", " * ").replace("&", " & ")
     tokens = [t for t in text.split() if t not in _QUALIFIERS]
@@ -163,10 +163,10 @@ def _parse_param(text: str, index: int) -> Param:
     # A lone type (unnamed parameter: `const int`, `unsigned long`) has no separate name: keep it as the type.
     # `unsigned n` is a named one (C's implicit int).
     if match and match.group(1).strip() not in ("", "const") and match.group(2) not in _BUILTIN_WORDS:
-        decl = _parse_type(match.group(1))
+        decl = parse_type(match.group(1))
         name = match.group(2)
     else:
-        decl, name = _parse_type(text), f"arg{index}"
+        decl, name = parse_type(text), f"arg{index}"
     return dataclasses.replace(decl, name=name, pointer=decl.pointer + int(array))
 
 
@@ -214,10 +214,11 @@ def parse_kernels(source: str) -> tuple[KernelDecl, ...]:
             extern_c = kernel.extern_c or any(a <= m.start() < b for a, b, _ in extern_blocks)
             namespace = _namespace_at(m.start(), namespaces)
             kernels.append(dataclasses.replace(kernel, extern_c=extern_c, namespace=namespace))
-    # A kernel declared and later defined appears twice: keep the definition (the last one).
-    unique: dict[str, KernelDecl] = {}
+    # A kernel declared and later defined appears twice: keep the definition (the last one). Overloads (one name,
+    # other parameter types) are kernels of their own.
+    unique: dict[tuple, KernelDecl] = {}
     for k in kernels:
-        unique[k.qualified_name] = k
+        unique[(k.qualified_name, tuple(p.ctype for p in k.params))] = k
     return tuple(unique.values())
 
 
@@ -243,7 +244,7 @@ def _declaration(text: str, m: re.Match) -> KernelDecl | None:
     if not name_match:
         return None
     close = _matching(text, paren)
-    params = tuple(_parse_param(p, i) for i, p in enumerate(_split_top_level(text[paren + 1 : close])))
+    params = tuple(_parse_param(p, i) for i, p in enumerate(split_top_level(text[paren + 1 : close])))
     if len(params) == 1 and params[0].base == "void" and params[0].pointer == 0:
         params = ()
     template: tuple[str, ...] = ()
@@ -253,7 +254,7 @@ def _declaration(text: str, m: re.Match) -> KernelDecl | None:
         t_close = _matching(text, t_open, "<", ">")
         template = tuple(
             re.split(r"[\s=]+", re.sub(r"^(typename|class|int|unsigned|bool|size_t|[\w:]+)\s+", "", p.strip()))[0]
-            for p in _split_top_level(text[t_open + 1 : t_close])
+            for p in split_top_level(text[t_open + 1 : t_close])
         )
     return KernelDecl(
         name=name_match.group(1), params=params, extern_c=bool(re.search(r'extern\s+"C"', prefix)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+from ..compiler.binding import display_name
 from ..compiler.resources import Resources
 from .units import small_bytes
 
@@ -35,16 +36,17 @@ def kernel_line(name: str, res: Resources | None) -> str:
 def module_text(module) -> str:
     if not module.kernels:
         return "compiled, but no kernel is callable: declare kernels extern \"C\" or name template instances with -n"
-    width = max(len(name) for name in module.kernels)
-    return "\n".join(kernel_line(name.ljust(width), k.resources) for name, k in module.kernels.items())
+    names = {expression: display_name(expression) for expression in module.kernels}
+    width = max(len(name) for name in names.values())
+    return "\n".join(kernel_line(names[e].ljust(width), k.resources) for e, k in module.kernels.items())
 
 
 def module_html(module) -> str:
     if not module.kernels:
         return f"<pre>{html.escape(module_text(module))}</pre>"
     rows = []
-    for name, kernel in module.kernels.items():
-        res = kernel.resources
+    for expression, kernel in module.kernels.items():
+        name, res = display_name(expression), kernel.resources
         if res is None:
             rows.append(f"<tr><td><code>{html.escape(name)}</code></td> <td colspan=5>no resource report</td></tr>")
             continue

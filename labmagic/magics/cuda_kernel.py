@@ -10,7 +10,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Unicode
 
-from ..compiler.kernel import CudaKernel, CudaModule, compile_module, python_name
+from ..compiler.binding import python_name
+from ..compiler.kernel import CudaKernel, CudaModule, compile_module
 from ..errors import LabError
 
 
@@ -30,7 +31,8 @@ class CudaKernelMagics(Magics):
     @argument("--arch", default=None,
               help="target architecture, e.g. sm_80, sm_90, sm_90a (default: this GPU's, else sm_90)")
     @argument("-n", "--name-expr", action="append", default=[], metavar="EXPR",
-              help="template instance to compile and bind, e.g. -n 'gemm<float, 64>' (bound as gemm_float_64)")
+              help="template instance to compile and bind, e.g. -n 'gemm<float, 64>' (bound as gemm_float_64), or an "
+                   "overload named by a cast, -n '(void(*)(float*))f' (bound as f_float_ptr)")
     @argument("--as", dest="module_name", default=None, metavar="NAME", help="also bind the compiled module to NAME")
     @argument("--maxrregcount", type=int, default=None, help="cap registers per thread (NVRTC --maxrregcount)")
     @argument("--no-lineinfo", action="store_true", help="do not pass -lineinfo")
@@ -46,7 +48,8 @@ class CudaKernelMagics(Magics):
         """Compile the cell with NVRTC; each ``__global__`` entry point becomes a callable.
 
         Call a kernel as ``vecadd(a, b, c, n, grid=(blocks,), block=(256,), smem=0)``. Arguments are
-        checked against the C signature; the launch runs on torch's current stream.
+        checked against the C signature; the launch runs on torch's current stream. The book's shared headers
+        (``book/include``) are on the include path after any ``-I`` of yours: ``#include <lab/...>``.
         """
         args = parse_argstring(self.cuda_kernel, line)
         options = list(args.options)

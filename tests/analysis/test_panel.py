@@ -173,3 +173,30 @@ def test_panel_html_reads_apart_and_its_tables_sit_left():
         flat = tag.replace(" ", "").lower()
         assert "margin:auto" not in flat and "margin-left:auto" not in flat and "align=" not in flat
         assert "text-align:left" in flat and "margin-left:0" in flat
+
+
+NOINLINE_HEADER = """\
+#pragma once
+__device__ __forceinline__ float square(float v) { return v * v; }
+__device__ __noinline__ float squares(float v) {
+  return square(v) + square(v + 1.0f);
+}
+"""
+USES_HEADER = '#include <lab/squares.cuh>\nextern "C" __global__ void k(float* x) { x[0] = squares(x[0]); }\n'
+
+
+def test_code_from_a_book_header_is_labelled_by_its_name_and_line(tmp_path, monkeypatch):
+    (tmp_path / "include" / "lab").mkdir(parents=True)
+    (tmp_path / "include" / "lab" / "squares.cuh").write_text(NOINLINE_HEADER)
+    monkeypatch.setenv("LABMAGIC_INCLUDE_DIR", str(tmp_path / "include"))
+    (kernel,) = build_panel(_compile(USES_HEADER), block_size=32).kernels
+    assert "// lab/squares.cuh:4: return square(v) + square(v + 1.0f);" in kernel.sass_text
+    assert "// cell:3: extern" in kernel.sass_text and "#include" not in kernel.sass_text
+
+
+def test_code_from_a_header_outside_the_book_shows_where_but_not_its_lines(tmp_path):
+    (tmp_path / "own" / "lab").mkdir(parents=True)
+    (tmp_path / "own" / "lab" / "squares.cuh").write_text(NOINLINE_HEADER)
+    (kernel,) = build_panel(_compile(USES_HEADER, options=(f"-I{tmp_path / 'own'}",)), block_size=32).kernels
+    assert re.search(r"// lab/squares.cuh:4\n", kernel.sass_text)
+    assert "square(v + 1.0f)" not in kernel.sass_text
