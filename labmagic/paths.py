@@ -119,9 +119,23 @@ def cache_dir() -> Path:
 def atomic_write(path: Path | str, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half of one.
 
-    A temporary file in the same folder, flushed to disk, then ``os.replace``; readable by everyone
-    (results are shared), unlike ``mkstemp``'s private default.
+    A temporary file in the same folder (:func:`staged_write`), flushed to disk, then ``os.replace``; readable by
+    everyone (results are shared), unlike ``mkstemp``'s private default.
     """
+    path = Path(path)
+    tmp = staged_write(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def staged_write(path: Path | str, data: bytes | str) -> Path:
+    """``data`` in a new hidden file beside ``path``, flushed to disk and readable by everyone: what
+    :func:`atomic_write` moves into place, for a caller that moves several files into place only once all are
+    written. Nothing is left behind when writing fails (a full disk)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -132,9 +146,8 @@ def atomic_write(path: Path | str, data: bytes | str) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
+    return Path(tmp)
