@@ -156,8 +156,8 @@ def shape_size(shape) -> int:
 # -- the values a row may hold ----------------------------------------------------------------------------------
 
 #: The longest time a row may carry, in milliseconds: one day. A row's median is of at least 10 timed calls after
-#: at least 3 warm-up calls (:class:`labmagic.timing.CudaTimer`'s least), so a call of a day would hold one sweep of
-#: one shape for two weeks; the slowest row the book has measured is under a second. Anything beyond is a corrupt
+#: at least 3 warm-up calls (:class:`labmagic.timing.CudaTimer`'s defaults), so a call of a day would hold one race
+#: at one shape for about two weeks; the slowest row the book has measured took 0.3 s. Anything beyond is a corrupt
 #: or forged cell, and a bound keeps every time the page prints to a few digits (1e308 would print 309).
 MAX_MS = 86_400_000.0
 

@@ -87,7 +87,7 @@ def test_the_results_page_shows_the_error_in_place_of_the_tables(tmp_path, case)
         results_page.render(root)
     page = _body(root)
     assert f"The results could not be read: {CSV}, line 4: " in page and "cuda_float4" not in page
-    assert RLO not in page and "v" * 41 not in page and "inf" not in page.replace("&#39;inf&#39;", "")
+    assert RLO not in page and "v" * 41 not in page and "cuda_x" not in page  # the bad row is not on it
 
 
 def _git(root, *args):
