@@ -35,6 +35,14 @@ class ToolMissingError(LabError, RuntimeError):
     """An external tool (ncu, compute-sanitizer, cuobjdump, ...) is not installed."""
 
 
+def shown(value, limit: int = 40) -> str:
+    """``value`` quoted for a one-line message: its ``repr`` (which shows control and bidirectional-format characters
+    as escapes, so they cannot act on the line), cut to ``limit`` characters with the full length said."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
 def one_line(exc: BaseException) -> str:
     """The text the notebook shows for a LabError."""
     text = f"{type(exc).__name__}: {exc}"

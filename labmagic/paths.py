@@ -8,34 +8,41 @@ import re
 import tempfile
 from pathlib import Path
 
-from .errors import LabError
+from .errors import LabError, shown
 from .runtime import device_slug
 
 #: A chapter notebook in ``book/``: two digits, an underscore, a name.
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 
+#: The longest chapter or variant name. Each becomes part of a file name (``bench/<chapter>.<dtype>.png``,
+#: ``profiles/<chapter>/<variant>.<shape>.ncu-rep``), which Linux caps at 255 bytes (NAME_MAX): 128 leaves the
+#: rest to the shape and the suffixes, and is about five times the longest name the book uses.
+MAX_NAME = 128
+
 #: A race's chapter names files in ``results/`` (``bench/<chapter>.csv``), so it must be one plain file name. The
 #: book's are ``NN_name``; tests and scripts race ``test_race`` or ``timer_agreement``, so the digits are optional.
-CHAPTER_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+CHAPTER_NAME = re.compile(rf"[a-z0-9][a-z0-9_]{{0,{MAX_NAME - 1}}}")
 
-#: A variant names profile reports (``profiles/<chapter>/<variant>.<shape>``) and is the key in code, CSV and the book.
-VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A variant names profile reports (``profiles/<chapter>/<variant>.<shape>``) and is the key in code, CSV and the book:
+#: ASCII only, so no character (a right-to-left override, a look-alike letter) can make one name read as another.
+VARIANT_NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME - 1}}}")
 
 
 def check_chapter_name(name) -> str:
     """``name`` if it is a chapter name (``01_vector_add``), else a :class:`LabError`: it becomes part of a path
     under ``results/``, and ``../`` or ``/`` in it would write outside."""
     if not isinstance(name, str) or not CHAPTER_NAME.fullmatch(name):
-        raise LabError(f"chapter {name!r} is not a chapter name: use lower-case letters, digits and underscores, "
-                       "like 01_vector_add (it names files under results/)")
+        raise LabError(f"chapter {shown(name)} is not a chapter name: use lower-case letters, digits and underscores, "
+                       f"at most {MAX_NAME} of them, like 01_vector_add (it names files under results/)")
     return name
 
 
 def check_variant_name(name) -> str:
     """``name`` if it is identifier-like (``cuda_float4``), else a :class:`LabError` (it becomes a file name)."""
     if not isinstance(name, str) or not VARIANT_NAME.fullmatch(name):
-        raise LabError(f"variant {name!r} is not a variant name: use letters, digits and underscores, not starting "
-                       "with a digit, like cuda_float4 (it names files under results/)")
+        raise LabError(f"variant {shown(name)} is not a variant name: use letters, digits and underscores, not "
+                       f"starting with a digit, at most {MAX_NAME} of them, like cuda_float4 (it names files under "
+                       "results/)")
     return name
 
 
@@ -43,7 +50,8 @@ def check_race_name(name) -> str:
     """``name`` if it is a race's name in its chapter (``race_fp32``), else a :class:`LabError`: it is replayed in
     a child and names profile reports, so the ASCII identifiers of :data:`VARIANT_NAME` only."""
     if not isinstance(name, str) or not VARIANT_NAME.fullmatch(name):
-        raise LabError(f"race name {name!r} is not a Python name (letters, digits and underscores, like race_fp32)")
+        raise LabError(f"race name {shown(name)} is not a Python name (letters, digits and underscores, at most "
+                       f"{MAX_NAME}, like race_fp32)")
     return name
 
 
@@ -127,9 +135,23 @@ def cache_dir() -> Path:
 def atomic_write(path: Path | str, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half of one.
 
-    A temporary file in the same folder, flushed to disk, then ``os.replace``; readable by everyone
-    (results are shared), unlike ``mkstemp``'s private default.
+    A temporary file in the same folder (:func:`staged_write`), flushed to disk, then ``os.replace``; readable by
+    everyone (results are shared), unlike ``mkstemp``'s private default.
     """
+    path = Path(path)
+    tmp = staged_write(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def staged_write(path: Path | str, data: bytes | str) -> Path:
+    """``data`` in a new hidden file beside ``path``, flushed to disk and readable by everyone: what
+    :func:`atomic_write` moves into place, for a caller that moves several files into place only once all are
+    written. Nothing is left behind when writing fails (a full disk)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -140,9 +162,8 @@ def atomic_write(path: Path | str, data: bytes | str) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
+    return Path(tmp)

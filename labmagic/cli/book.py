@@ -69,9 +69,12 @@ def build(root: Path | None = None, output: Path | None = None, *, strict: bool 
     if proc.returncode != 0:
         problems = [_ANSI.sub("", line) for line in proc.stdout.splitlines() if "WARNING" in line or "ERROR" in line]
         detail = "\n".join(problems[-20:]) or proc.stdout[-3000:]
-        first = f": {problems[0].strip()}" if problems else ""
-        raise LabError(f"jupyter-book build failed (status {proc.returncode}); warnings count as errors{first}",
-                       detail)
+        errors = [line for line in problems if "ERROR" in line]  # an error is the cause, not a warning beside it
+        if errors:
+            why = f": {errors[0].strip()}"
+        else:
+            why = "; warnings count as errors" + (f": {problems[0].strip()}" if problems else "")
+        raise LabError(f"jupyter-book build failed (status {proc.returncode}){why}", detail)
     site = html_dir(root, output)
     if not (site / "index.html").exists():
         raise LabError(f"jupyter-book reported success but wrote no {site / 'index.html'}")

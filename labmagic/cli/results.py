@@ -51,11 +51,13 @@ def _readme(root: Path) -> tuple[Path, str, str]:
 
 def redraw_plots(root: Path) -> list[Path]:
     """Each chapter CSV's plots drawn anew from its rows (what ``%bench`` saves after a run), judged against the
-    spec of the GPU the CSV names and that GPU's measured ceilings where ``labmagic calibrate`` stored them."""
+    spec of the GPU the CSV names and that GPU's measured ceilings where ``labmagic calibrate`` stored them. Every
+    CSV is read with the catalog's checks first: a row the page would refuse is not drawn either."""
     from ..benchmark import load_result
     from ..benchmark.roofline import load_ceilings
     from ..display.plots import save_chapter_pngs
 
+    load(root)
     written = []
     for path in csv_paths(root):
         slug = path.parent.parent.name

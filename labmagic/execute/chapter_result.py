@@ -4,22 +4,25 @@ places, written the same way as a sweep on this machine writes them.
 On the worker, :func:`clear` empties a scratch checkout of the chapter's stored results before the run, and
 :func:`pack` gathers what the run wrote: the executed notebook and its log, the record
 (:mod:`labmagic.store.manifest`), the chapter's bench CSV rows, its plots and its profiles. On the driver,
-:func:`publish` checks that the result is whole, then writes the rows through the CSV's locked merge
-(:func:`labmagic.store.bench_csv.write_rows`: two sweeps writing one chapter lose no rows), the other files
-atomically, and the record last, so a record never vouches for a file that is not in place.
+:func:`publish` checks that the result is whole (the notebook its record vouches for is a notebook), writes every
+file into a temporary beside its place, then the rows through the CSV's locked merge
+(:func:`labmagic.store.bench_csv.write_rows`: two sweeps writing one chapter lose no rows), and only then renames
+the files into place, the record last: a full disk publishes nothing, and a record never vouches for a file that is
+not in place.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import LabError
-from ..paths import atomic_write, check_chapter_name, results_dir
+from ..paths import check_chapter_name, results_dir, staged_write
 from ..store.bench_csv import bench_csv_path, read_rows, write_rows
-from ..store.manifest import content_hash, manifest_path, read_manifest, write_manifest
+from ..store.manifest import content_hash, manifest_path, manifest_text, notebook_problem, read_manifest
 
 #: A GPU kind, as a results folder names it (``nvidia-h200``, ``cpu``).
 KIND_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -118,6 +121,9 @@ def check_whole(result: ChapterResult) -> None:
     if (result.notebook is None) != ("notebook_hash" not in record) or (
             result.notebook is not None and content_hash(result.notebook) != record["notebook_hash"]):
         raise LabError(f"{what}: the notebook that came back is not the one its record vouches for")
+    problem = notebook_problem(result.notebook) if result.notebook is not None else None
+    if problem:
+        raise LabError(f"{what}: the notebook that came back is not a notebook ({problem})")
     odd = [name for name in result.files if not _is_chapter_file(name, chapter)]
     if odd:
         raise LabError(f"{what}: {odd[0]!r} is not one of the chapter's plots or profiles")
@@ -125,21 +131,34 @@ def check_whole(result: ChapterResult) -> None:
 
 def publish(result: ChapterResult) -> Path:
     """Store a worker's result in this checkout's ``results/<kind>/`` as a sweep here would: rows merged into the
-    chapter's CSV, plots and profiles, notebook and log replaced atomically, then the record (a failed run keeps
-    ``last_passed``). Checks first that the result is whole; writes nothing otherwise. Returns the notebook's path."""
+    chapter's CSV, plots and profiles, notebook and log replaced, then the record (a failed run keeps
+    ``last_passed``). Checks first that the result is whole, and writes every file before any goes into place: a
+    LabError (a result that is not whole, a full disk) leaves everything as it was. Returns the notebook's path."""
     check_whole(result)
     chapter, kind = result.chapter, result.kind
     base = results_dir(kind)
-    if result.rows:
-        write_rows(bench_csv_path(chapter, kind), result.rows)
-    for relative, data in result.files.items():
-        atomic_write(base / relative, data)
+    executed = manifest_path(kind, chapter).with_suffix(".ipynb")
+    files = {base / relative: data for relative, data in result.files.items()}
+    if result.notebook is not None:
+        files[executed] = result.notebook
+    files[executed.with_suffix(".log")] = result.log
+    files[manifest_path(kind, chapter)] = manifest_text(dict(result.record))  # last: the record
+    staged: list[tuple[Path, Path]] = []
+    try:
+        try:
+            for final, data in files.items():
+                staged.append((staged_write(final, data), final))
+        except OSError as exc:
+            raise LabError(f"{chapter} on {kind}: could not store {final.relative_to(base).as_posix()} "
+                           f"({exc.strerror or exc})") from None
+        if result.rows:
+            write_rows(bench_csv_path(chapter, kind), result.rows)
+        for temporary, final in staged:
+            os.replace(temporary, final)
+    finally:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
     plots = {name for name in result.files if name.startswith("bench/")}
     if plots and f"bench/{chapter}.png" not in plots:  # per-dtype plots replace the single one, as save_chapter_pngs
         (base / "bench" / f"{chapter}.png").unlink(missing_ok=True)
-    executed = manifest_path(kind, chapter).with_suffix(".ipynb")
-    if result.notebook is not None:
-        atomic_write(executed, result.notebook)
-    atomic_write(executed.with_suffix(".log"), result.log)
-    write_manifest(dict(result.record))
     return executed

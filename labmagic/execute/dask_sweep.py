@@ -192,15 +192,20 @@ def cluster_kinds(client, where: str) -> dict[str, list[str]]:
     return kinds
 
 
-def live_kinds(client) -> set[str]:
-    """The kinds that at least one worker connected to the scheduler advertises now (the scheduler's own view:
-    nothing runs on the workers, which may be busy)."""
+def _workers_now(client) -> dict[str, dict]:
+    """address -> what the scheduler knows of each worker connected now (its own view: nothing runs on the workers,
+    which may be busy)."""
     try:
         info = client.scheduler_info(n_workers=-1)
     except TypeError:  # distributed before n_workers
         info = client.scheduler_info()
+    return info.get("workers", {})
+
+
+def live_kinds(client) -> set[str]:
+    """The kinds that at least one worker connected to the scheduler advertises now."""
     kinds = set()
-    for worker in info.get("workers", {}).values():
+    for worker in _workers_now(client).values():
         for name, amount in (worker.get("resources") or {}).items():
             if name.startswith(KIND_PREFIX) and amount >= 1:
                 kinds.add(name[len(KIND_PREFIX):])
@@ -266,6 +271,7 @@ class _Sweep:
         self.id = f"labmagic-sweep-{uuid.uuid4().hex[:12]}"
         self.lock = threading.Lock()
         self.running: set[str] = set()
+        self.tries: dict[str, list[str]] = {}  # label -> the worker of each start of its chapter, in order
         self.done: list[Outcome] = []
         self.progress: Progress | None = None
 
@@ -367,7 +373,27 @@ class _Sweep:
         return SweepInterrupted(stopped, not_started, skipped + self.done)
 
     def outcome(self, future, notebook: Path, kind: str) -> Outcome:
-        """The outcome of one finished task, its result stored; nothing is stored for a task that raised."""
+        """The outcome of one finished task, its result stored; nothing is stored for a task that raised. Its
+        ``details["rerun"]`` says why the chapter ran more than once, where it did."""
+        outcome = self._outcome(future, notebook, kind)
+        rerun = self.rerun(self.label(notebook.stem, kind))
+        if rerun:
+            outcome.details["rerun"] = rerun
+        return outcome
+
+    def rerun(self, label: str) -> str:
+        """Why the chapter ``label`` names started more than once on the cluster ('' when it started once): a worker
+        lost mid-chapter (Dask runs the task again elsewhere) or a try that raised (retried, :data:`RETRIES`)."""
+        with self.lock:
+            tries = list(self.tries.get(label, []))
+        if len(tries) < 2:
+            return ""
+        connected = _workers_now(self.client)
+        why = [f"its worker {worker} was lost mid-chapter" if worker not in connected else
+               f"its try on {worker} raised" for worker in tries[:-1]]
+        return f"ran {len(tries)} times: {'; '.join(why)}; the last try ran on {tries[-1]}"
+
+    def _outcome(self, future, notebook: Path, kind: str) -> Outcome:
         try:
             result: ChapterResult = future.result()
         except Exception as exc:  # noqa: BLE001 - it raised on every try, or its workers kept dying: the chapter failed
@@ -394,6 +420,7 @@ class _Sweep:
         if message["event"] == "start":
             with self.lock:
                 self.running.add(label)
+                self.tries.setdefault(label, []).append(str(message.get("worker")))
             if self.progress:
                 self.progress.start(label)
         elif message["event"] == "cell" and self.progress:

@@ -1,11 +1,13 @@
 """One chapter executed with papermill in a child process, its log, and its record in the sweep manifest.
 
 The chapter runs into ``results/<gpu>/notebooks/<chapter>.ipynb`` with its output in ``<chapter>.log`` beside it;
-:func:`labmagic.store.manifest.write_manifest` records the outcome. While it runs, papermill writes into hidden
-temporaries beside those (``.<chapter>.*.ipynb``, ``.<chapter>.*.log``); only a run that ends, passed or failed,
-moves them into place and writes its record, so an interrupted run leaves the previous notebook, log and record as
-they were. ``labmagic sweep`` (:mod:`labmagic.cli.sweep`) runs many of these, one worker per GPU
-(:mod:`labmagic.execute.parallel`).
+its record (:mod:`labmagic.store.manifest`) says how it ended. While it runs, papermill writes into hidden
+temporaries beside those (``.<chapter>.*.ipynb``, ``.<chapter>.*.log``). Only a run that ends, passed or failed,
+publishes, and only once everything is written: the notebook must be one (nbformat reads it: a full disk or a kill
+leaves papermill's file cut short), the log whole, the record written beside them; then the three are renamed into
+place. Anything short of that (an interrupt, a full disk, a kill) publishes nothing, so the previous notebook, log
+and record stay as they were, and no record vouches for a file that is not a notebook. ``labmagic sweep``
+(:mod:`labmagic.cli.sweep`) runs many of these, one worker per GPU (:mod:`labmagic.execute.parallel`).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..paths import atomic_write, repo_root, results_dir
+from ..paths import atomic_write, repo_root, results_dir, staged_write
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
-from ..store.manifest import notebook_hash, write_manifest
+from ..store.manifest import content_hash, manifest_path, manifest_text, notebook_problem
 from .tether import tethered
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
@@ -154,7 +156,8 @@ def papermill_command(notebook: Path, output: Path, size: str | None, timeout: i
 def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu: str | None = None,
                 timeout: int | None = None, on_cell=None, children: Children | None = None) -> Outcome:
     """Execute one chapter with papermill in a child process; when it ends, publish its notebook and log next to
-    each other and record the outcome. Interrupted (``children`` stopping, or Ctrl-C here), it publishes nothing."""
+    each other and record the outcome (see the module docstring). Interrupted (``children`` stopping, or Ctrl-C
+    here), or unable to write all of them, it publishes nothing."""
     children = children or Children()
     out_dir = results_dir(slug) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -167,9 +170,10 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     started = time.monotonic()
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     running_notebook, running_log = _temporary(output), _temporary(log_path)
+    temporaries = [running_notebook, running_log]
     try:
         cmd = papermill_command(notebook, running_notebook, size if inject_size else None, timeout)
-        code, last_error = _execute(cmd, env, notebook, running_log, children, on_cell)
+        code, last_error, log_error = _execute(cmd, env, notebook, running_log, children, on_cell)
         seconds = time.monotonic() - started
         if children.stopping.is_set():
             return Outcome(notebook.stem, "interrupted", slug, seconds, gpu=gpu)
@@ -181,15 +185,44 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
             "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
             "python": sys.version.split()[0],
         }
+        if log_error:
+            return _unpublished(notebook, slug, seconds, gpu, f"could not write its log ({_why(log_error)})")
+        staged = []  # (temporary, final), renamed into place only once all are written
         if running_notebook.stat().st_size:  # papermill can fail before it writes one: keep the previous one then
-            record["notebook_hash"] = notebook_hash(running_notebook)
-            _publish(running_notebook, output)
-        _publish(running_log, log_path)
-        write_manifest(record)  # last: a record never vouches for files that are not in place yet
+            executed = running_notebook.read_bytes()
+            problem = notebook_problem(executed)
+            if problem:
+                cause = last_error or f"papermill exited with status {code}"
+                return _unpublished(notebook, slug, seconds, gpu, f"{cause}; what it wrote is not a notebook "
+                                                                  f"({problem})")
+            record["notebook_hash"] = content_hash(executed)
+            staged.append((running_notebook, output))
+        staged.append((running_log, log_path))
+        record_path = manifest_path(slug, notebook.stem)
+        try:
+            for temporary, _ in staged:
+                _settle(temporary)
+            temporaries.append(staged_write(record_path, manifest_text(record)))
+        except OSError as exc:
+            return _unpublished(notebook, slug, seconds, gpu, f"could not store its notebook, log and record "
+                                                              f"({_why(exc)})")
+        staged.append((temporaries[-1], record_path))
+        for temporary, final in staged:  # the record last: it never vouches for files that are not in place
+            os.replace(temporary, final)
     finally:
-        running_notebook.unlink(missing_ok=True)
-        running_log.unlink(missing_ok=True)
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
     return Outcome(notebook.stem, status, slug, seconds, error, str(output), gpu)
+
+
+def _unpublished(notebook: Path, slug: str, seconds: float, gpu: str | None, why: str) -> Outcome:
+    """A run that ended but could not be published whole: failed, and nothing of it stored."""
+    return Outcome(notebook.stem, "failed", slug, seconds,
+                   f"{why}: nothing published, the previous notebook, log and record are kept", gpu=gpu)
+
+
+def _why(exc: OSError) -> str:
+    return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)
 
 
 def _temporary(final: Path) -> Path:
@@ -199,41 +232,58 @@ def _temporary(final: Path) -> Path:
     return Path(name)
 
 
-def _publish(temporary: Path, final: Path) -> None:
-    """Move a finished temporary into place: flushed to disk first, readable by everyone (results are shared)."""
+def _settle(temporary: Path) -> None:
+    """A finished temporary ready to move into place: flushed to disk, readable by everyone (results are shared)."""
     with open(temporary, "rb") as handle:
         os.fsync(handle.fileno())
     os.chmod(temporary, 0o644)
-    os.replace(temporary, final)
 
 
 def _execute(cmd: list[str], env: dict, notebook: Path, log_path: Path, children: Children,
-             on_cell) -> tuple[int | None, str]:
-    """Run papermill, copying its output into ``log_path``: (exit status, last error line in the output)."""
+             on_cell) -> tuple[int | None, str, OSError | None]:
+    """Run papermill, copying its output into ``log_path``: (exit status, last error line in the output, the error
+    that stopped the log being written, if one did). Papermill runs to its end either way (on a full disk it fails
+    at its next save), so no child is left behind."""
     cmd, env = tethered(cmd, env)  # papermill dies with this process, however it dies
+    log = open(log_path, "w", encoding="utf-8", buffering=1)  # by line: `tail -f` can follow a run
     proc = children.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                           cwd=str(notebook.parent))
     if proc is None:
-        return None, ""
+        _close(log)
+        return None, "", None
     last_error = ""
+    log_error = None
     try:
-        with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # by line: `tail -f` can follow a run
-            for line in proc.stdout:  # ends when papermill and its kernel have both exited
-                log.write(line)
-                cell = _CELL_LINE.search(line)
-                if cell and on_cell:
-                    on_cell(notebook.stem, int(cell.group(1)))
-                err = _ERROR_LINE.match(line)
-                if err:
-                    last_error = err.group(1).strip()
-        return proc.wait(), last_error
+        for line in proc.stdout:  # ends when papermill and its kernel have both exited
+            if log_error is None:
+                try:
+                    log.write(line)
+                except OSError as exc:
+                    log_error = exc
+            cell = _CELL_LINE.search(line)
+            if cell and on_cell:
+                on_cell(notebook.stem, int(cell.group(1)))
+            err = _ERROR_LINE.match(line)
+            if err:
+                last_error = err.group(1).strip()
+        return proc.wait(), last_error, log_error or _close(log)
     except KeyboardInterrupt:  # only in the main thread, where a sweep's workers never are: stop the child first
         children.interrupt()
         children.reap(proc)
         raise
     finally:
+        _close(log)
         proc.stdout.close()
         children.finished(proc)
+
+
+def _close(log) -> OSError | None:
+    """Close ``log``; the error its last write raises (a full disk), if one does."""
+    try:
+        log.close()
+    except OSError as exc:
+        return exc
+    return None
 
 
 def write_reference(executed: Path, target: Path) -> None:

@@ -235,6 +235,9 @@ def summary(outcomes: list[Outcome], stale: list[str], seconds: float) -> str:
         if o.status == "failed":  # one that raised before papermill ran has no notebook to show
             notebook = f"\n         error notebook: {o.notebook}" if o.notebook else ""
             lines.append(f"  failed {o.chapter}: {o.error}{notebook}")
+    for o in outcomes:
+        if o.details.get("rerun"):  # a sweep on a Dask cluster: a worker lost mid-chapter, a try that raised
+            lines.append(f"  re-run {o.chapter}: {o.details['rerun']}")
     if stale:
         lines.append(f"  stale (sources changed since their last run here): {', '.join(stale)}")
     return "\n".join(lines)

@@ -7,7 +7,10 @@ The CSV is the source of every table in the book, so two rules hold:
 - Two processes writing the same file at once lose nothing: each takes an exclusive ``flock`` on a
   sibling ``.lock`` file for the whole read-modify-write, writes a temporary file in the same folder
   and ``os.replace``-s it over the CSV. A reader therefore sees either the old or the new file, never
-  a half-written one, and needs no lock. (``flock`` is POSIX; this project runs on Linux.)
+  a half-written one, and needs no lock. (``flock`` is POSIX; this project runs on Linux.) A write that
+  fails (a full disk) leaves the CSV as it was and says so in one line naming it.
+
+A row is written only when the readers will accept it (:func:`labmagic.store.schema.row_problem`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from ..errors import LabError
 from ..paths import atomic_write, check_chapter_name, results_dir
-from .schema import COLUMNS, EARLIER_COLUMNS, KEY, format_cell
+from .schema import COLUMNS, EARLIER_COLUMNS, KEY, format_row, row_problem
 
 
 def bench_csv_path(chapter: str, slug: str | None = None) -> Path:
@@ -51,21 +54,30 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) -> Path:
-    """Replace rows with the same ``key`` in ``path`` by ``rows`` (adding the rest); atomic and locked."""
+    """Replace rows with the same ``key`` in ``path`` by ``rows`` (adding the rest); atomic and locked. A
+    LabError naming the CSV, which is left as it was, for a row the readers would refuse or a failed write."""
     path = Path(path)
-    new = [{k: format_cell(v) for k, v in row.items()} for row in rows]
+    new = [format_row(row) for row in rows]
     unknown = sorted({c for r in new for c in r if c not in COLUMNS})
     if unknown:
         raise LabError(f"{path.name}: no bench CSV column is called {', '.join(unknown)} "
                        f"(the columns are labmagic.store.schema.COLUMNS)")
+    for row in new:
+        problem = row_problem(row)
+        if problem:
+            raise LabError(f"{path}: not writing a row that no reader would accept: {problem}")
     new_keys = {tuple(r.get(k, "") for k in key) for r in new}
-    with locked(path):
-        kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in key) not in new_keys]
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(kept + new)
-        atomic_write(path, text.getvalue())
+    try:
+        with locked(path):
+            kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in key) not in new_keys]
+            text = io.StringIO()
+            writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(kept + new)
+            atomic_write(path, text.getvalue())
+    except OSError as exc:
+        raise LabError(f"{path}: {len(new)} row(s) not written ({exc.strerror or exc}); the CSV is as it "
+                       "was") from None
     return path
 
 

@@ -2,9 +2,12 @@
 schema's types, with the GPU slug and chapter taken from the path (a stray column value does not move a row).
 
 CSVs arrive from other machines and pull requests, so nothing in one is trusted: a file whose header is not the
-schema's, a line that is not one row of it, a number that is not a number, or a folder or file name that is not a
-device slug or a chapter name is refused with a :class:`~labmagic.errors.LabError` naming the file (and line),
-never skipped: a Results page missing a chapter without a word is a wrong answer.
+schema's, a line that is not one row of it, a value that no writer writes (the writers' own rule,
+:func:`labmagic.store.schema.row_problem`: a time that is not a positive, finite number of milliseconds on an ``ok``
+row, a variant that is not a variant name, text with control or bidirectional-format characters, a value too long),
+or a folder or file name that is not a device slug or a chapter name is refused with a
+:class:`~labmagic.errors.LabError` naming the file (and line), never skipped: a Results page missing a chapter
+without a word is a wrong answer, and one showing a forged row is worse.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pandas as pd
 
 from ..errors import LabError
 from ..paths import CHAPTER_NAME
-from .schema import COLUMNS, EARLIER_COLUMNS, NUMERIC, OK
+from .schema import COLUMNS, EARLIER_COLUMNS, NUMERIC, OK, row_problem
 
 #: A GPU's folder under ``results/`` (what :func:`labmagic.runtime.device_slug` makes): the page uses it in anchors,
 #: CSS classes and paths, so nothing else is accepted.
@@ -65,11 +68,12 @@ def _check_header(header: list[str] | None, name: str) -> None:
     raise LabError(f"{name}: the header is not labmagic.store.schema.COLUMNS ({what})")
 
 
-def _records(handle, name: str) -> tuple[list[list[str]], list[int]]:
-    """The rows below the header, and the line each starts on (a quoted field may span lines)."""
+def _records(handle, name: str) -> list[list[str]]:
+    """The rows below the header; LabError at the first line that is not a row a writer writes, numbered as the
+    file's lines (a quoted field may span lines)."""
     reader = csv.reader(handle, strict=True)
     line = 1
-    records, lines = [], []
+    records = []
     try:
         _check_header(next(reader, None), name)
         line = reader.line_num + 1
@@ -77,25 +81,22 @@ def _records(handle, name: str) -> tuple[list[list[str]], list[int]]:
             if record:  # a blank line holds no row
                 if len(record) != len(COLUMNS):
                     raise LabError(f"{name}, line {line}: {len(record)} fields where the header has {len(COLUMNS)}")
+                problem = row_problem(dict(zip(COLUMNS, record)))
+                if problem:
+                    raise LabError(f"{name}, line {line}: {problem}")
                 records.append(record)
-                lines.append(line)
             line = reader.line_num + 1
     except csv.Error as exc:
         raise LabError(f"{name}, line {line}: not a CSV row ({exc})") from None
     except UnicodeDecodeError:
         raise LabError(f"{name}, line {line}: not UTF-8 text") from None
-    return records, lines
+    return records
 
 
-def _with_numbers(frame: pd.DataFrame, lines: list[int], name: str) -> pd.DataFrame:
-    """The numeric columns as numbers; LabError at the first cell that is neither empty nor a number."""
+def _with_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """The numeric columns as numbers (each cell is empty or one: :func:`_records` checked)."""
     for col in NUMERIC:
-        numbers = pd.to_numeric(frame[col], errors="coerce")
-        bad = numbers.isna() & ~frame[col].str.lower().isin(["", "nan"])
-        if bad.any():
-            first = int(bad.to_numpy().argmax())
-            raise LabError(f"{name}, line {lines[first]}: {col} is {frame[col].iloc[first]!r}, not a number")
-        frame[col] = numbers
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
     return frame
 
 
@@ -112,9 +113,9 @@ def parse_bench_csv(handle, name: Path) -> pd.DataFrame:
     ``name``; the same checks as :func:`read_bench_csv`, with the GPU and chapter taken from ``name``."""
     slug, chapter = check_names(Path(name))
     name = Path(name).as_posix()
-    records, lines = _records(handle, name)
+    records = _records(handle, name)
     frame = pd.DataFrame(records, columns=COLUMNS, dtype=str)  # text first: versions like 0.10 stay text
-    frame = _with_numbers(frame, lines, name)
+    frame = _with_numbers(frame)
     return frame.assign(gpu_slug=slug, chapter=chapter, csv=name)
 
 

@@ -46,7 +46,10 @@ def rows_at(root: Path, rev: str) -> pd.DataFrame:
         if mode not in ("100644", "100755"):
             raise LabError(f"{plain(path)} at {plain(rev)} is not a plain file (mode {mode}): results are plain files")
         text = _git(root, "show", f"{rev}:{path}")
-        frames.append(parse_bench_csv(io.StringIO(text, newline=""), Path(path)))
+        try:
+            frames.append(parse_bench_csv(io.StringIO(text, newline=""), Path(path)))
+        except LabError as exc:
+            raise LabError(f"{exc} (as committed at {plain(rev)})") from None
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

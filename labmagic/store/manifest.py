@@ -91,9 +91,35 @@ def stale_chapters(slug: str, skip: set[str] = frozenset()) -> list[str]:
 def write_manifest(record: dict) -> Path:
     """Store a run's record (``record["device"]`` and ``record["chapter"]`` say where); a failed run carries
     the last passing run forward, so the results it left in place keep their provenance."""
+    return atomic_write(manifest_path(record["device"], record["chapter"]), manifest_text(record))
+
+
+def manifest_text(record: dict) -> str:
+    """What :func:`write_manifest` stores for ``record``: its JSON, with ``last_passed`` for a failed run."""
     slug, chapter = record["device"], record["chapter"]
     if record.get("status") == "failed":
         last_passed = passed_run(read_manifest(slug, chapter))
         if last_passed:
             record = {**record, "last_passed": {k: last_passed.get(k) for k in ("input_hash", "size", "started")}}
-    return atomic_write(manifest_path(slug, chapter), json.dumps(record, indent=2) + "\n")
+    return json.dumps(record, indent=2) + "\n"
+
+
+def notebook_problem(data: bytes) -> str | None:
+    """Why ``data`` is not an executed notebook that a record may vouch for (what nbformat says about it), or None:
+    a papermill cut short by a full disk or a kill leaves a truncated file behind."""
+    import nbformat
+
+    try:
+        text = data.decode("utf-8")
+        json.loads(text)
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})"
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        cells = nb.get("cells")
+    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds (ValidationError, KeyError, ...)
+        first = "".join(c if c.isprintable() else "?" for c in (str(exc).strip().splitlines() or [""])[0][:200])
+        return f"nbformat cannot read it ({type(exc).__name__}{': ' + first if first else ''})"
+    return None if isinstance(cells, list) else "it holds no list of cells"

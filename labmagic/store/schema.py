@@ -1,18 +1,24 @@
 """The bench CSV's schema, written once: its columns and their types, the statuses a row may have, its key,
-and the shape key.
+the shape key, and the values a row may hold.
 
 Every writer (:func:`labmagic.bench` through :mod:`labmagic.store.bench_csv`) and every reader (plots,
 the Results page, ``labmagic results``) uses these names. :class:`Row` is the schema: its fields, in order, are
 the measurement columns and their types; :data:`PROVENANCE_FIELDS` follow. A reader accepts nothing that no
-writer produces.
+writer produces: :func:`row_problem` is the rule, and :func:`labmagic.store.bench_csv.write_rows` applies it to
+what it writes as :mod:`labmagic.store.catalog` applies it to what it reads.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
+
+from ..errors import shown
+from ..paths import CHAPTER_NAME, MAX_NAME, VARIANT_NAME
 
 #: Statuses a row can have (the CSV's ``status`` column).
 OK, MISMATCH, ERROR, OOM, SKIPPED, NEEDS_GPU, PREDICTED = (
@@ -92,6 +98,13 @@ def format_cell(value) -> str:
     return str(value)
 
 
+def format_row(row: Mapping) -> dict[str, str]:
+    """A row's cells as the CSV writes them: :func:`format_cell`, and the free text (:data:`FREE_TEXT`) as
+    :func:`plain_text` makes it. Names, statuses and shapes are left as they are, for :func:`row_problem` to judge."""
+    return {name: plain_text(format_cell(value)) if name in FREE_TEXT else format_cell(value)
+            for name, value in row.items()}
+
+
 def parse_cell(name: str, text: str | None):
     """A CSV cell back to its column's type (the inverse of :func:`format_cell`)."""
     kind = TYPES.get(name, str)
@@ -138,3 +151,117 @@ def shape_size(shape) -> int:
     """Elements of a CSV shape key (``"32768x8192"`` -> 268435456); 0 when it is not one."""
     dims = shape_dims(shape)
     return math.prod(dims) if dims else 0
+
+
+# -- the values a row may hold ----------------------------------------------------------------------------------
+
+#: The longest time a row may carry, in milliseconds: one day. A row's median is of at least 10 timed calls after
+#: at least 3 warm-up calls (:class:`labmagic.timing.CudaTimer`'s defaults), so a call of a day would hold one race
+#: at one shape for about two weeks; the slowest row the book has measured took 0.3 s. Anything beyond is a corrupt
+#: or forged cell, and a bound keeps every time the page prints to a few digits (1e308 would print 309).
+MAX_MS = 86_400_000.0
+
+#: The longest text a cell may hold: a version, a GPU's name, one error message (the runner cuts an exception's
+#: text to 300 characters). Writers cut longer text to this (:func:`plain_text`).
+MAX_TEXT = 2000
+
+#: The time columns: more than 0 and at most :data:`MAX_MS` on an ``ok`` row, which the page and ``--compare``
+#: show as timings.
+TIMES = ("ms_median", "ms_min", "ms_max", "ms_ci_low", "ms_ci_high")
+
+#: Text columns that hold what a run found (versions, a GPU's name, an error message), not names the page checks.
+FREE_TEXT = frozenset(c for c in COLUMNS if TYPES.get(c, str) is str) - {"chapter", "variant", "status", "shape"}
+
+#: What :func:`shape_str` writes.
+SHAPE_KEY = re.compile(rf"[0-9]{{1,19}}(?:x[0-9]{{1,19}}){{0,{MAX_NAME // 2}}}")
+
+#: A number as the writers write one (``str(int)``, ``f"{float:.6g}"``).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+#: Unicode categories no cell holds: control characters (but tab and line breaks, which an error message may
+#: carry), format characters (the right-to-left override U+202E and the other bidirectional controls, zero-width
+#: characters), surrogates, line and paragraph separators. Each can make a value read as another, or act on a
+#: terminal.
+_UNSHOWN = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+_ALLOWED_CONTROLS = "\t\n\r"
+
+
+def _unshown(c: str) -> bool:
+    return c not in _ALLOWED_CONTROLS and unicodedata.category(c) in _UNSHOWN
+
+
+def plain_text(value: str) -> str:
+    """Text as a writer stores it: each control or format character written as its escape (``\\u202e``), cut to
+    :data:`MAX_TEXT` characters (an exception's message is the data a writer does not choose)."""
+    if any(_unshown(c) for c in value):
+        value = "".join(repr(c)[1:-1] if _unshown(c) else c for c in value)
+    return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 3] + "..."
+
+
+def _number_problem(name: str, text: str, status: str) -> str | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return f"{name} is {shown(text)}, not a number"
+    if math.isfinite(number) and not _NUMBER.fullmatch(text):  # float() also takes "1_000" and " 1"
+        return f"{name} is {shown(text)}, not a number"
+    if name in TIMES and status == OK and not 0 < number <= MAX_MS:
+        return (f"{name} is {shown(text)} on an ok row: a time is more than 0 and at most {MAX_MS:.0f} ms "
+                f"(a day)")
+    if name == "max_rel_err" and number == math.inf and status != OK:
+        return None  # a mismatch whose output held NaN/inf (labmagic.benchmark.checks)
+    if not math.isfinite(number):
+        return f"{name} is {shown(text)}, not a finite number"
+    if number < 0:
+        return f"{name} is {shown(text)}, below zero (no column of a bench row is negative)"
+    if TYPES[name] is int and not number.is_integer():
+        return f"{name} is {shown(text)}, not a whole number"
+    return None
+
+
+def row_problem(cells: Mapping[str, str]) -> str | None:
+    """Why one bench CSV line's cells (text, as the file holds them; a column not given is empty) are not a row
+    that a writer produces, in words that follow a file and line; None when they are one.
+
+    Names are checked, not escaped: chapter and variant are :data:`~labmagic.paths.CHAPTER_NAME` and
+    :data:`~labmagic.paths.VARIANT_NAME` (ASCII, at most :data:`~labmagic.paths.MAX_NAME` characters), the status
+    is one of :data:`STATUSES` and the shape a :func:`shape_str`. Numbers are finite and not negative, times on an
+    ``ok`` row more than 0 and at most :data:`MAX_MS`. Other text is at most :data:`MAX_TEXT` characters without
+    control or bidirectional-format characters (the page escapes its markup).
+    """
+    def cell(name: str) -> str:
+        value = cells.get(name)
+        return "" if value is None else str(value)
+
+    status = cell("status")
+    if status not in STATUSES:
+        return f"status {shown(status)} is not one of {', '.join(STATUSES)}"
+    if not CHAPTER_NAME.fullmatch(cell("chapter")):
+        return (f"chapter {shown(cell('chapter'))} is not a chapter name (lower-case letters, digits and "
+                f"underscores, at most {MAX_NAME})")
+    if not VARIANT_NAME.fullmatch(cell("variant")):
+        return (f"variant {shown(cell('variant'))} is not a variant name (letters, digits and underscores, not "
+                f"starting with a digit, at most {MAX_NAME})")
+    if not SHAPE_KEY.fullmatch(cell("shape")):
+        return f"shape {shown(cell('shape'))} is not a shape key (whole numbers joined by 'x', like 4096x4096)"
+    for name in COLUMNS:
+        text = cell(name)
+        if not text:
+            continue
+        kind = TYPES.get(name, str)
+        if kind in (float, int):
+            problem = _number_problem(name, text, status)
+            if problem:
+                return problem
+        elif kind is bool:
+            if text not in ("True", "False"):
+                return f"{name} is {shown(text)}, not True or False"
+        elif len(text) > MAX_TEXT:
+            return f"{name} is {len(text)} characters long (at most {MAX_TEXT})"
+        else:
+            odd = next((c for c in text if _unshown(c)), None)
+            if odd is not None:
+                what = unicodedata.name(odd, "a control character")
+                return (f"{name} {shown(text)} holds U+{ord(odd):04X} ({what}): no cell holds control or format "
+                        "characters, which can make text read as other text")
+    return None

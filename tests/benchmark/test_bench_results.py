@@ -63,7 +63,7 @@ def _writer(path: str, variant: str, n: int, barrier) -> None:
     barrier.wait()
     for i in range(n):
         results.write_rows(path, [{"chapter": "c", "variant": variant, "shape": str(i), "dtype": "float32",
-                                   "status": "ok", "ms_median": i}])
+                                   "status": "ok", "ms_median": i + 1}])
 
 
 def test_two_processes_writing_at_once_lose_no_rows(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -139,7 +140,10 @@ def test_a_worker_lost_mid_chapter_is_retried_on_another_of_its_kind(cluster_rep
     write_chapter(cluster_repo / "book" / "04_delta.ipynb", KILL_WORKER_ONCE.format(marker=str(marker)), title="Delta")
     git_commit(cluster_repo, "delta")
     assert run_command(sweep_cmd, ["04", "--scheduler", dask_scheduler]) == 0
-    assert "sweep: 1 passed, 0 failed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "sweep: 1 passed, 0 failed" in out
+    assert re.search(r"^  re-run 04_delta: ran 2 times: its worker tcp://\S+ was lost mid-chapter; the last try ran "
+                     r"on tcp://\S+$", out, re.MULTILINE), out  # the summary says so
     assert not _alive(int(marker.read_text()))  # the first try ran, and killed its worker
     record = manifest.read_manifest("cpu", "04_delta")
     assert record["status"] == "passed"

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 TOKEN = f"plantedsecret{uuid.uuid4().hex}"  # one word: a highlighter cannot split it into spans
 SCRIPT = "<script>window.pwnedScript=1;document.title=42</script>"
 IMG = "<img src=x onerror=window.pwnedImg=1;document.title=43>"
-HOSTILE = {
-    "variant": SCRIPT,
+HOSTILE = {  # in the text columns the page shows (names and statuses are checked on read, not escaped)
+    "backend": SCRIPT,
     "gpu": IMG,
     "driver": "x\n```{literalinclude} /secret.txt\n```\n",  # absolute: from the source folder, the checkout
     "cuda": "y\n:::{literalinclude} ../secret.txt\n:::\n",  # relative to book/results.md
@@ -35,10 +35,10 @@ HOSTILE = {
 
 
 def _rows(source: str, when: str) -> list[dict]:
-    base = dict(chapter="01_vector_add", backend="cuda", shape="4096", dtype="float32", ms_median=1.0, ms_min=0.9,
-                ms_max=1.2, sol_pct=50.0, timestamp=when, **{k: v for k, v in HOSTILE.items() if k != "variant"})
-    return [dict(base, variant=HOSTILE["variant"], status="ok", source_hash=source),
-            dict(base, variant="torch", status=IMG, source_hash="same")]
+    base = dict(chapter="01_vector_add", shape="4096", dtype="float32", ms_median=1.0, ms_min=0.9,
+                ms_max=1.2, sol_pct=50.0, timestamp=when, **HOSTILE)
+    return [dict(base, variant="cuda_x", status="ok", source_hash=source),
+            dict(base, variant="torch", status="error", source_hash="same")]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_the_payloads_are_shown_as_text(browser, hostile_site):
     shown = page.evaluate("document.querySelector('article').innerText")
     for payload in (SCRIPT, IMG, "[link](javascript:window.pwnedLink=1)", "{ref}`results-gpu-cpu`"):
         assert payload in shown, f"{payload!r} is not on the page as text"
-    assert "rows are stale (source of " + SCRIPT in shown  # the stale warning names the variant, as text
+    assert "rows are stale (source of cuda_x changed" in shown
     tables = page.evaluate("Object.fromEntries(['nvidia-h200', 'cpu'].map(s => "
                            "[s, document.querySelectorAll(`.lab-gpu-${s} table`).length]))")
     assert tables == {"nvidia-h200": 1, "cpu": 1}
@@ -106,3 +106,22 @@ def test_a_malformed_csv_fails_the_strict_build_naming_file_and_line(tmp_path):
     assert where in str(err.value).splitlines()[0]
     page = page_text(book.html_dir(root, tmp_path / "out") / "book" / "results.html")
     assert f"The results could not be read: {where}" in page  # the page says so too, in place of the tables
+
+
+def test_an_infinite_time_fails_the_strict_build_in_one_line_and_never_reaches_the_page(tmp_path):
+    """It used to end the build in Sphinx's OverflowError traceback, naming neither file nor row."""
+    root = scratch_checkout(tmp_path / "repo")
+    row = dict(chapter="01_vector_add", backend="torch", shape="4096", dtype="float32", status="ok", ms_median=1.0)
+    path = root / "results" / "nvidia-h200" / "bench" / "01_vector_add.csv"
+    write_rows(path, [dict(row, variant="torch")])
+    path.write_text(path.read_text() + path.read_text().splitlines()[1].replace("torch,torch,", "cuda_inf,cuda,")
+                    .replace(",ok,,,1,", ",ok,,,inf,") + "\n")
+    where = "results/nvidia-h200/bench/01_vector_add.csv, line 3: ms_median is 'inf' on an ok row"
+    with pytest.raises(LabError) as err:
+        book.build(root, tmp_path / "out", quiet=True)
+    headline = str(err.value).splitlines()[0]
+    assert headline.startswith("jupyter-book build failed (status 1): ") and where in headline
+    assert "Traceback" not in err.value.detail and "OverflowError" not in err.value.detail
+    page = page_text(book.html_dir(root, tmp_path / "out") / "book" / "results.html")
+    page = page.replace("\u2018", "'").replace("\u2019", "'")  # Sphinx's smart quotes
+    assert f"The results could not be read: {where}" in page and "cuda_inf" not in page

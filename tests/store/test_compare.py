@@ -87,13 +87,21 @@ def test_a_revision_that_is_not_one_or_a_link_in_results_is_refused(repo, capsys
         rows_at(repo, "HEAD")
 
 
-def test_control_characters_of_a_crafted_csv_are_shown_not_sent_to_the_terminal(repo, capsys):
-    _write(repo / CSV, [_row("evil\x1b]0;owned\x07", 1.0)])
-    _git(repo, "commit", "-qam", "evil")
-    _write(repo / CSV, [_row("evil\x1b]0;owned\x07", 2.0)])
-    assert cli.main(["results", "--compare", "HEAD", "--root", str(repo)]) == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\x07" not in out and "evil\\x1b]0;owned\\x07" in out
+@pytest.mark.parametrize("committed", [True, False], ids=["at the revision", "in the working tree"])
+def test_control_characters_of_a_crafted_csv_are_shown_not_sent_to_the_terminal(repo, capsys, committed):
+    """A variant no writer writes is refused on either side, in one line that shows its escape sequence as text."""
+    good = (repo / CSV).read_text()
+    assert good.splitlines()[1].startswith("01_vector_add,slower,")
+    (repo / CSV).write_text(good.replace("01_vector_add,slower,", "01_vector_add,evil\x1b]0;owned\x07,"))
+    if committed:
+        _git(repo, "commit", "-qam", "evil")
+        (repo / CSV).write_text(good)
+    assert cli.main(["results", "--compare", "HEAD", "--root", str(repo)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "\x1b" not in captured.out + err and "\x07" not in captured.out + err and "\n" not in err
+    assert err.startswith(f"LabError: {CSV}, line 2: variant 'evil\\x1b]0;owned\\x07' is not a variant name")
+    assert err.endswith("(as committed at HEAD)") == committed
 
 
 def test_a_sweep_ends_comparing_the_chapters_it_ran_with_the_rows_before_it(repo):
