@@ -113,12 +113,18 @@ def scan(source: str, search: SearchPath) -> Includes:
 
 def file_sha256(path: str) -> str | None:
     """sha256 of a file's bytes, or None where it cannot be read (or is larger than :data:`MAX_BYTES`)."""
+    data = _read(path)
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def _read(path: str) -> bytes | None:
+    """A header's bytes, or None where it cannot be read or is larger than :data:`MAX_BYTES`."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_BYTES + 1)
     except OSError:
         return None
-    return hashlib.sha256(data).hexdigest() if len(data) <= MAX_BYTES else None
+    return data if len(data) <= MAX_BYTES else None
 
 
 def _under(path: str, folders: Sequence[str]) -> str | None:
@@ -186,9 +192,10 @@ class _Scan:
                 self.trail.append((label, form, name, "toolkit", path))
                 continue
             real = os.path.realpath(path)
-            sha = file_sha256(path)
+            data = _read(path)  # read once: the hash is of the very text followed below
+            sha = hashlib.sha256(data).hexdigest() if data is not None else None
             self.trail.append((label, form, name, path, sha))
-            if sha is None:
+            if data is None:
                 if os.access(path, os.R_OK):  # readable but too large to be a header: nothing here vouches for it
                     self.unfollowed.append((label, cell_line))
                 continue
@@ -199,12 +206,7 @@ class _Scan:
             if depth >= MAX_DEPTH:
                 self.unfollowed.append((path, 0))
                 continue
-            try:
-                with open(path, "rb") as handle:
-                    text = handle.read(MAX_BYTES).decode("utf-8", errors="replace")
-            except OSError:
-                continue
-            self._file(path, text, os.path.dirname(path), cell_line, depth + 1)
+            self._file(path, data.decode("utf-8", errors="replace"), os.path.dirname(path), cell_line, depth + 1)
 
     @functools.cached_property
     def toolkit_folders(self) -> set[str]:
