@@ -51,7 +51,11 @@ def compiler():
         from . import nvrtc
 
         return nvrtc.compile
-    raise BackendUnavailable(
-        f"this torch is a ROCm build (HIP {hip_version()}): the HIP track is not built yet, so CUDA C++ cells do "
-        "not compile here. On ROCm a cell would compile with hipRTC (HIP C++ for the GPU's gfx architecture) where "
-        "NVRTC compiles CUDA C++ for NVIDIA GPUs; see the book's Methods page \"Porting to ROCm\"")
+    raise BackendUnavailable(refusal(hip_version()))
+
+
+def refusal(hip: str | None) -> str:
+    """What a compile says under a ROCm build of torch whose HIP version is ``hip``."""
+    return (f"this torch is a ROCm build (HIP {hip}): the HIP track is not built yet, so CUDA C++ cells do not "
+            "compile here. On ROCm a cell would compile with hipRTC (HIP C++ for the GPU's gfx architecture) where "
+            "NVRTC compiles CUDA C++ for NVIDIA GPUs; see the book's Methods page \"Porting to ROCm\"")
