@@ -197,13 +197,13 @@ def book_roofline_section(root: Path) -> str:
             roof = Roof(ceilings.bandwidth_gbps, ceilings.peak_tflops(p["key"]), "measured")
             bound = "memory" if roof.memory_bound(p["intensity"], 1.0) else "compute"
             pct = p["ceiling_pct"]
-            rows.append([p["chapter"], p["key"], p["shape"], p["variant"], _fmt(p["intensity"], 3),
-                         _fmt(p["tflops"], 4), bound, "-" if pct is None else f"{pct:.1f}%"])
+            rows.append([p["chapter"], p["key"], _fmt(p["intensity"], 3), _fmt(p["tflops"], 4), bound,
+                         "-" if pct is None else f"{pct:.1f}%", p["variant"], p["shape"]])
         out += [f"![The book's roofline on {text(slug)}]({_png(fig)})", "",
                 f"*Every chapter's fastest variant at its largest problem on {text(slug)} (from "
                 f"`results/{text(slug)}/bench/*.csv`), against the ceilings `labmagic calibrate` measured there "
                 "(solid) and the spec sheet's (dashed). A point's label is its chapter's number.*", "",
-                md_table(["chapter", "dtype", "shape", "variant", "FLOP/byte", "TFLOP/s", "bound", "% ceiling"],
+                md_table(["chapter", "dtype", "FLOP/byte", "TFLOP/s", "bound", "% ceiling", "variant", "shape"],
                          rows), "",
                 "**bound**: the roof that limits the point, memory or compute, at the measured ceilings; "
                 "**% ceiling**: the row's `% ceiling` as `%bench` stored it.", ""]
