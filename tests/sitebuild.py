@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
 
+#: Folders of book/ that hold pages of the site rather than chapters: a checkout without chapters keeps them.
+SITE_FOLDERS = ("methods",)
+
 _SITES: dict[str, Path] = {}
 
 
@@ -30,7 +33,8 @@ def build_site(root: Path, scratch: Path) -> Path:
 
 def scratch_checkout(dest: Path, *, with_chapters: bool = True, with_results: bool = False) -> Path:
     """What a book build and a sweep read: _config.yml, _toc.yml, _static/, book/ (and results/), copied to
-    ``dest``."""
+    ``dest``. Without chapters, the book's other pages (intro, Results, the Methods part) are still copied: the
+    table of contents lists them."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, dest / name)
@@ -41,7 +45,7 @@ def scratch_checkout(dest: Path, *, with_chapters: bool = True, with_results: bo
     for path in BOOK.iterdir():
         if path.is_file() and (with_chapters or not path.name.endswith(".ipynb")):
             shutil.copy(path, dest / "book" / path.name)
-        elif path.is_dir() and with_chapters and not path.name.startswith((".", "_")):
+        elif path.is_dir() and (with_chapters or path.name in SITE_FOLDERS) and not path.name.startswith((".", "_")):
             shutil.copytree(path, dest / "book" / path.name)
     if with_results and (ROOT / "results").is_dir():
         shutil.copytree(ROOT / "results", dest / "results", dirs_exist_ok=True)

@@ -295,3 +295,48 @@ def save_check(check: NsightCheck, path: Path | str | None = None) -> Path:
     writer.writeheader()
     writer.writerows(kept + new)
     return atomic_write(path, out.getvalue())
+
+
+#: What :func:`verdict` writes: the only values a CSV's ``verdict`` cell may hold.
+VERDICTS = (AGREES, DISAGREES, SHORT, MISSING)
+_TIMES = ("event_ms", "nsight_ms", "ratio")
+
+
+def read_check_csv(path: Path | str, name: str | None = None) -> list[dict]:
+    """The rows of a cross-check CSV (:data:`COLUMNS`), times as floats (None where empty). CSVs come from other
+    machines: anything :func:`save_check` does not write is a :class:`LabError` naming the file (``name``, else its
+    path) and the line."""
+    name = name or str(path)
+    rows = []
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, strict=True)
+            if next(reader, None) != list(COLUMNS):
+                raise LabError(f"{name}: the header is not labmagic.benchmark.nsight_check.COLUMNS")
+            for record in reader:
+                where = f"{name}, line {reader.line_num}"
+                if len(record) != len(COLUMNS):
+                    raise LabError(f"{where}: {len(record)} fields where the header has {len(COLUMNS)}")
+                row = dict(zip(COLUMNS, record))
+                for col in _TIMES:
+                    row[col] = _time_cell(row[col], col, where)
+                if row["verdict"] not in VERDICTS:
+                    raise LabError(f"{where}: verdict {row['verdict']!r} is none of {', '.join(VERDICTS)}")
+                rows.append(row)
+    except csv.Error as exc:
+        raise LabError(f"{name}: not a CSV ({exc})") from None
+    except UnicodeDecodeError:
+        raise LabError(f"{name}: not UTF-8 text") from None
+    return rows
+
+
+def _time_cell(text: str, col: str, where: str) -> float | None:
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise LabError(f"{where}: {col} is {text!r}, not a time")
+    return value

@@ -19,6 +19,8 @@ COMMANDS = {
                 "print (or run) the commands that start Dask workers, one per GPU, for sweep --scheduler"),
     "book": ("labmagic.cli.book", "build the static site with jupyter-book from the stored notebook outputs"),
     "calibrate": ("labmagic.cli.calibrate", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
+    "new": ("labmagic.cli.new", "scaffold a chapter notebook book/NN_NAME.ipynb that runs as it is (race, checks, "
+            "sweep parameter, CUDA and Triton kernels, its CSV)"),
     "test": ("labmagic.cli.test", "check every variant of a chapter against its reference on the check shapes; "
              "no timing"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),

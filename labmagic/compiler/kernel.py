@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ArgumentError, LabError, NoGPUError
 from ..runtime import has_gpu
-from . import binding, faults, nvrtc
+from . import backend, binding, faults, nvrtc
 from .binding import python_name
 from .cubin_load import CubinKernel
 from .direct_launch import DirectLaunch
@@ -641,11 +641,13 @@ def compile_module(
     timeout_s: float | None = None, memory_gb: float | None = None,
 ) -> CudaModule:
     """Compile ``source`` and wrap each ``__global__`` entry point that NVRTC compiled (and each name expression)
-    as a callable. ``timeout_s`` and ``memory_gb`` bound NVRTC (see :func:`labmagic.compiler.nvrtc.compile`)."""
+    as a callable. ``timeout_s`` and ``memory_gb`` bound NVRTC (see :func:`labmagic.compiler.nvrtc.compile`). The
+    compiler is the platform's (:func:`labmagic.compiler.backend.compiler`): NVRTC, or a one-line refusal on ROCm."""
+    compile_source = backend.compiler()
     bound = binding.targets(parse_kernels(source), name_expressions)
-    result = nvrtc.compile(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
-                           lineinfo=lineinfo, first_line=first_line, type_probes=type_probes(bound.values()),
-                           timeout_s=timeout_s, memory_gb=memory_gb)
+    result = compile_source(source, arch=arch, options=tuple(options), name_expressions=tuple(name_expressions),
+                            lineinfo=lineinfo, first_line=first_line, type_probes=type_probes(bound.values()),
+                            timeout_s=timeout_s, memory_gb=memory_gb)
     module = CudaModule(result)
     for expression, symbol in result.lowered.items():
         if expression in bound:  # NVRTC knows it: a kernel the scanner found under #if 0 is not here
