@@ -20,6 +20,7 @@ import re
 import time
 
 from ..errors import CompileError
+from ..paths import book_dir
 from ..runtime import target_arch
 from . import cache, sandbox, type_probe
 from .compile_result import CompileResult
@@ -46,6 +47,11 @@ def include_dirs() -> tuple[str, ...]:
     so the same cell compiles on a laptop with only pip packages and on a GPU box with a full toolkit.
     """
     dirs: list[str] = []
+    # TEMP (issue 48, dropped when labmagic/compiler's own header support lands): the book's shared device
+    # headers, so a cell can say #include <lab/vec.cuh>. The compile cache key does not cover them yet.
+    book_include = book_dir() / "include"
+    if book_include.is_dir():
+        dirs.append(str(book_include))
     try:
         from cuda.pathfinder import find_nvidia_header_directory
 
