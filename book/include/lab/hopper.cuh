@@ -12,8 +12,8 @@
 //   cluster_wait_acquire()
 //
 // Chapter 03 explains the copy engine and mbarriers (rung 6, `softmax_bulk`) and chapter 06 the tensor-map TMA and
-// wgmma (rung 3 on); chapters 03, 04 and 05 use these, and 06 and 07 write the same mbarrier helpers (their TMA,
-// wgmma descriptors and fences belong here too).
+// wgmma (rung 3 on). Chapters 04 and 05 include it; 03, 06 and 07 still write the same mbarrier helpers in their
+// cells (06's and 07's TMA, wgmma descriptors and fences belong here too).
 #pragma once
 
 typedef unsigned long long u64;  // NVRTC has no <cstdint>

@@ -4,8 +4,8 @@
 //   ex2(v), L2E      2^v in one MUFU.EX2; e^x = 2^(x * L2E)
 //   fmax_nan(a, b)   the max, or NaN if either is NaN (fmaxf drops a NaN)
 //
-// Chapter 03 explains them (rung 6, `softmax_bulk`: one EX2 an element, and a max that keeps NaN); chapters 03 and
-// 05 use them (chapter 07 calls its ex2 `fast_exp2`).
+// Chapter 03 explains them (rung 6, `softmax_bulk`: one EX2 an element, and a max that keeps NaN). Chapters 04 and
+// 05 include it; 03 still defines them in its cells, and chapter 07 calls its ex2 `fast_exp2`.
 #pragma once
 
 #define NEG_INF __int_as_float(0xff800000)  // -inf (NVRTC has no math.h)

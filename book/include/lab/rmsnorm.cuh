@@ -8,7 +8,7 @@
 //   row_scale_vec(p, w, q, ..)     pass 2: y = x * r * w for this thread's share of the row
 //
 // The passes take a row with `lanes` threads (a block, or one warp), 16-byte vectors with a scalar head and tail,
-// in batches (lab/vec.cuh). Chapter 04 explains them (rungs 2 and 3); chapters 04 and 05 use them.
+// in batches (lab/vec.cuh). Chapter 04 explains them (rungs 2 and 3); chapters 04 and 05 include it.
 #pragma once
 #include <lab/vec.cuh>
 
