@@ -47,15 +47,15 @@ FLOOR_SLACK = 0.02
 
 class CheckFailed(Exception):
     """A variant failed its correctness check: ``status`` is the row's status, ``shape`` the check shape it
-    failed at (None when no single shape is to blame, e.g. ``needs_gpu``), ``max_rel_err`` the mismatch's worst
-    relative error (None unless an output was compared)."""
+    failed at (None when no single shape is to blame, e.g. ``needs_gpu``), ``err_over_tol`` the mismatch's worst
+    error as a fraction of the tolerance (None unless an output was compared; see :mod:`.checks`)."""
 
     def __init__(self, status: str, message: str, shape: tuple[int, ...] | None = None,
-                 max_rel_err: float | None = None):
+                 err_over_tol: float | None = None):
         super().__init__(message)
         self.status = status
         self.shape = shape
-        self.max_rel_err = max_rel_err
+        self.err_over_tol = err_over_tol
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -86,7 +86,8 @@ def _out_nbytes(out) -> int:
 
 
 def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float | None:
-    """Check one variant on the race's check shapes; return its worst relative error (None: no shape to check).
+    """Check one variant on the race's check shapes; return its worst error as a fraction of the tolerance,
+    ``|out - ref| / (atol + rtol * |ref|)`` (at most 1, since it passed; None: no shape to check).
 
     Raises :class:`CheckFailed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
     The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
@@ -115,8 +116,8 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
             raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
         if not result:
-            raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.max_rel_err)
-        worst = max(worst or 0.0, result.max_rel_err)
+            raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.err_over_tol)
+        worst = max(worst or 0.0, result.err_over_tol)
     return worst
 
 
@@ -219,7 +220,7 @@ def _record(race: Race, name: str, timing, input_sets: list[tuple], row: Row, re
     if not result:
         row.status, row.error = MISMATCH, f"re-check after timing: {result.reason}"
         return []
-    row.max_rel_err = max(row.max_rel_err or 0.0, result.max_rel_err)
+    row.err_over_tol = max(row.err_over_tol or 0.0, result.err_over_tol)
     row.ms_median, row.ms_min, row.ms_max = timing.median_ms, timing.min_ms, timing.max_ms
     row.ms_ci_low, row.ms_ci_high = timing.median_interval_ms or (None, None)
     row.samples = len(timing.times_ms)
@@ -324,7 +325,7 @@ def _roofs(target: str | None, gpu: bool) -> tuple[roofline.GpuSpec | None, roof
 
 
 def _check_all(race: Race, names: list[str], check: bool) -> dict[str, tuple[str, str, float | None]]:
-    """1. Correctness, once per variant: name -> (status, error, worst relative error)."""
+    """1. Correctness, once per variant: name -> (status, error, worst error as a fraction of the tolerance)."""
     verdicts: dict[str, tuple[str, str, float | None]] = {}
     for name in names:
         if not check:
@@ -361,7 +362,7 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
         backend = race.backend(name)
         status, error, rel = verdicts[name]
         row = Row(race.chapter, name, backend, shape_str(shape), str(race.dtype), status,
-                  flops=flops, nbytes=nbytes, max_rel_err=rel, error=error)
+                  flops=flops, nbytes=nbytes, err_over_tol=rel, error=error)
         if status == OK and work_error:
             row.status, row.error = ERROR, work_error
         elif status == OK and race.over_limit(name, shape):
