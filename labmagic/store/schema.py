@@ -64,6 +64,19 @@ class Row:
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def host_bound(self) -> bool:
+        return host_bound(self.host_ms, self.ms_median)
+
+
+def host_bound(host_ms, ms_median) -> bool:
+    """Whether one eager call's host time (``host_ms``) exceeds its device time (``ms_median``): False unless both
+    were measured (an empty cell, None or NaN, is no evidence)."""
+    try:
+        return float(host_ms) > float(ms_median)  # NaN compares False
+    except (TypeError, ValueError):
+        return False
+
 
 #: Where and with what a row was measured (:func:`labmagic.benchmark.provenance.collect`), in CSV order.
 PROVENANCE_FIELDS = ["gpu", "driver", "cuda", "torch", "triton", "jax", "git_commit", "timestamp"]
