@@ -21,6 +21,8 @@ COMMANDS = {
     "calibrate": ("labmagic.cli.calibrate", "measure this GPU's copy bandwidth and matmul throughput (ceilings.json)"),
     "test": ("labmagic.cli.test", "check every variant of a chapter against its reference on the check shapes; "
              "no timing"),
+    "bench": ("labmagic.cli.bench", "check and time a chapter's race from a terminal (its %bench, without papermill); "
+              "one Markdown table per shape"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),
     "sanitize": ("labmagic.cli.sanitize", "run a chapter's variants under compute-sanitizer"),
     "results": ("labmagic.cli.results",

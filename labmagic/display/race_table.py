@@ -14,7 +14,8 @@ A prediction (no GPU) has one compact table: a row per variant, a column per sha
 in ms or, where the variant would not run there, its status; what is the same on every row (the
 variants that need a GPU, an error repeated at every shape) is said once, below the table.
 The plain text reads well in a papermill log, a terminal and a diff, so it has no colours and fixed
-column widths.
+column widths. :func:`render_markdown` is ``labmagic bench``'s layout: one pipe table per shape with the columns a
+reader of a kernel benchmark looks for first (:data:`MARKDOWN_COLUMNS`), measured or predicted alike.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import base64
 import html
 
 from ..noise import includes_one
+from .markdown import md_table, text
 
 MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "host ms", "isolated ms", "95% CI ms", "min-max ms",
                     "TFLOP/s", "GB/s", "% SOL", "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
@@ -285,3 +287,45 @@ def render_html(result) -> str:
         parts.append(result.nsight_check._repr_html_())
     parts.append("</div>")
     return "\n".join(parts)
+
+
+# -- labmagic bench: one Markdown table per shape ---------------------------------------------------
+
+#: ``labmagic bench``'s columns; ``vs ref`` is headed with the race's reference (``vs torch``), and ``sdpa`` appears
+#: where the race has SDPA variants.
+MARKDOWN_COLUMNS = ["variant", "ms", "peak mem", "TFLOP/s", "GB/s", "vs ref", "host ms", "isolated ms", "sdpa", "note"]
+
+
+def _markdown_cells(row) -> list[str]:
+    """A row under :data:`MARKDOWN_COLUMNS`: where it was not timed, its status stands in ``ms`` (``needs GPU``, ``not
+    measured``, ``mismatch``), and its note is the first line of why (the footer says ``needs GPU`` once)."""
+    cells = _cells(None, row)
+    timed = row.ms_median is not None
+    note = cells["note"] if row.status != "needs_gpu" else ""
+    return [row.variant, cells["median ms"] if timed else _status(row), cells["peak mem"], cells["TFLOP/s"],
+            cells["GB/s"], cells["vs ref"], cells["host ms"], cells["isolated ms"], row.sdpa_backend,
+            note.splitlines()[0] if note else ""]
+
+
+def render_markdown(result, ref: str, title: str = "") -> str:
+    """``result`` as ``labmagic bench`` prints it: ``title`` (the race) and the header line, then per shape a line
+    (shape, dtype, floor) and a pipe table of :data:`MARKDOWN_COLUMNS`, then the notes, the variants that need a GPU
+    (once) and what ``host-bound`` means. Every cell goes through :func:`labmagic.display.markdown.text`."""
+    heads = [f"vs {ref}" if c == "vs ref" else c for c in MARKDOWN_COLUMNS]
+    sdpa = any(r.backend == "sdpa" or r.sdpa_backend not in ("-", "", None) for r in result.rows)
+    keep = [i for i, c in enumerate(MARKDOWN_COLUMNS) if c != "sdpa" or sdpa]
+    out = [f"## {text(title)}", ""] if title else []
+    out.append(text(header(result).replace(" | ", " · ")))
+    for shape, rows in _by_shape(result):
+        out += ["", f"### {text(shape)} ({text(rows[0].dtype)}) {_floor_line(rows)}".rstrip(), ""]
+        table = [[cells[i] for i in keep] for cells in (_markdown_cells(r) for r in rows)]
+        out.append(md_table([heads[i] for i in keep], table))
+    needs_gpu = list(dict.fromkeys(r.variant for r in result.rows if r.status == "needs_gpu"))
+    footer = list(result.notes)
+    if needs_gpu:
+        footer.append(f"needs GPU (not run on this machine): {', '.join(needs_gpu)}")
+    if any(r.host_bound for r in result.rows):
+        footer.append(f"{HOST_BOUND}: {dict(MARKS)[HOST_BOUND]}")
+    if footer:
+        out += [""] + [f"- {text(line)}" for line in footer]
+    return "\n".join(out)
