@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         from .sanitizer_run import UNPOOLED
 
         os.environ.update(UNPOOLED)
-    namespace = None
+    namespace = race = shape = None
     try:
         from .replay import find_race, load_chapter
 
@@ -199,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # the parent shows this one line; the traceback goes to stderr
         traceback.print_exc()
         record = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "detail": getattr(exc, "detail", "")}
+        if shape is not None:  # a variant that faulted still ran at a shape of a race: the parent names both
+            record.update(chapter=race.chapter, shape=shape_str(shape))
         if namespace is not None and args.mode == "sanitize":  # a faulting kernel is what we came to find
             from .sanitizer_run import kernel_sources
 
