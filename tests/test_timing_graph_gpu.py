@@ -45,8 +45,9 @@ def test_the_graph_timer_agrees_with_do_bench_cudagraph_on_one_input_set(make, s
     timing = CudaTimer(graph=True, rep_ms=50).time(fn, sets, set_bytes=set_bytes)
     assert timing.method.startswith("cuda_graph"), timing.notes
     assert timing.calls_per_sample >= 1
-    torch.testing.assert_close(timing.output, fn(*sets[0]))  # the captured calls computed the right thing
-    anchor = do_bench_cudagraph(lambda: fn(*sets[0]), rep=50, return_mode="median")
+    exact = fn(*(x.float() for x in sets[0]))  # the captured calls computed the right thing
+    torch.testing.assert_close(timing.output.float(), exact, rtol=2e-2, atol=1.0 if fn_name == "matmul" else 0.0)
+    anchor = do_bench_cudagraph(lambda: fn(*sets[0]), rep=20, return_mode="median")
     assert abs(timing.median_ms / anchor - 1) < tolerance, (timing.median_ms, anchor)
 
 
