@@ -25,6 +25,17 @@ of every result row:
     the timer falls back to ``cuda_event``. No eviction can sit between captured calls: the calls
     rotate over the input sets, and when those all fit in twice the L2 (tiny problems, whose working
     set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
+
+    The same method times *every* call on request (``CudaTimer(graph=True)``, the ``graph`` timer of
+    ``%bench race --timer graph`` and ``Race(timer="graph")``): what a captured decode step would see, launch
+    overhead gone, against the eager figures of the same row (``host_ms``, ``isolated_ms`` below). A replay holds the
+    calls the rule above asks for, but no more than fit in ``rep_ms / min_reps`` (at least one): a 2 ms call on 64
+    small input sets is captured 5 times, not 64, so its replays take about ``rep_ms`` in all (:meth:`graph_calls`).
+    ``triton.testing.do_bench_cudagraph`` is the method's anchor: it replays one input set's calls without eviction,
+    so on one input set the two must agree (``tests/test_timing_graph_gpu``). A call that cannot be captured (it
+    synchronizes, copies to the host, or runs on streams of its own, as JAX does) is timed as without the request
+    (events, or the device clock for JAX), and its row's note says why, with the exception's first line: its
+    ``timer`` column then names the method that did time it.
 ``cupti``
     JAX (and Pallas) dispatch on JAX's own streams, invisible to torch's events and to graph capture,
     so their calls are timed on the device clock from the kernels' own records: the timed calls run
@@ -65,6 +76,21 @@ of every result row:
     the orchestration; its numbers are never written to ``results/`` automatically.
 
 Nothing here synchronizes inside a variant; synchronization happens between timed calls only.
+
+**The host's side** (:func:`time_host`, a timer's ``host`` method). Every method above times the device, and for the
+kernels of an LLM's decode step that is not what a caller waits for: a call that is 23 us on the device may spend
+80 us in Python and launches before it returns. So each timed row also gets two host figures, from a few eager calls
+made after the device timing (outside it, the variant warm): ``host_ms``, the median time from the Python call to
+its return with the GPU not awaited (the device drained before each call, so a full launch queue cannot block it),
+and ``isolated_ms``, the median latency of one call as a single eager call sees it, from the call to the end of its
+device work (synchronized before and after, the L2 evicted before it as for the device timing). A row whose host
+time exceeds its device time is host-bound: called in an eager loop, the host sets the pace, and a CUDA graph (or
+fewer launches) is what removes it. The calls are few, :func:`host_calls` of them: up to :data:`HOST_CALLS`, as many
+as fit in :data:`HOST_SHARE` of the timer's ``rep_ms`` at the row's device time (at least one), so the host figures
+add at most about 5% to a row's timing: 9 calls of a 20 us kernel, 4 of a 1 ms one, one of anything longer than
+about 2.5 ms, whose device timing (the warm-up, a probe and at least ten timed calls) costs over twenty calls anyway.
+Nine calls give a median where it matters: host times are tens to hundreds of microseconds, so they can decide
+whether a call of microseconds is host-bound, and hardly one of milliseconds.
 """
 
 from __future__ import annotations
@@ -181,6 +207,61 @@ def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple
     return results
 
 
+#: The most eager calls :func:`time_host` makes per variant and shape, and the share of ``rep_ms`` they may take
+#: (see the module docstring: the host figures must not lengthen a sweep by more than a few percent).
+HOST_CALLS = 9
+HOST_SHARE = 0.05
+#: What one of those calls costs beyond its device time: the L2 eviction, two synchronizations and the host's own
+#: time, about 0.1 ms on an H200 host (an allowance for :func:`host_calls`, not a measurement).
+HOST_CALL_OVERHEAD_MS = 0.1
+
+
+@dataclass
+class HostTiming:
+    """One eager call seen from the host: median ``host_ms`` (call to return, GPU not awaited) and ``isolated_ms``
+    (call to the end of its work, synchronized before and after), over ``calls`` calls."""
+
+    host_ms: float
+    isolated_ms: float
+    calls: int
+
+
+def host_calls(device_ms: float, rep_ms: float) -> int:
+    """How many calls :func:`time_host` makes for a variant whose device time is ``device_ms``: as many as fit in
+    ``HOST_SHARE * rep_ms`` (each costing its device time and :data:`HOST_CALL_OVERHEAD_MS`), at least one and at
+    most :data:`HOST_CALLS`."""
+    fit = HOST_SHARE * rep_ms / (max(device_ms, 0.0) + HOST_CALL_OVERHEAD_MS)
+    return int(max(1, min(HOST_CALLS, math.floor(fit))))
+
+
+def time_host(fn: Callable, input_sets: Sequence[tuple], calls: int, *, sync: Callable[[], None],
+              before: Callable[[], None] | None = None) -> HostTiming:
+    """Time ``calls`` eager calls of ``fn`` (rotating over ``input_sets``) on the host clock. Before each,
+    ``before()`` (the L2 eviction) and ``sync()``; then the call, timed to its return (``host_ms``), then its result
+    waited for (:func:`block_until_ready`, then ``sync()``), timed to that end (``isolated_ms``)."""
+    k = len(input_sets)
+    host, isolated = [], []
+    for i in range(max(1, calls)):
+        args = input_sets[i % k]
+        if before is not None:
+            before()
+        sync()
+        t0 = time.perf_counter()
+        out = fn(*args)
+        t1 = time.perf_counter()
+        block_until_ready(out)
+        sync()
+        t2 = time.perf_counter()
+        host.append((t1 - t0) * 1e3)
+        isolated.append((t2 - t0) * 1e3)
+        del out
+    return HostTiming(statistics.median(host), statistics.median(isolated), len(host))
+
+
+#: How the ``graph`` timer's note on a call it could not capture begins.
+NOT_CAPTURED = "not capturable in a CUDA graph"
+
+
 def block_until_ready(out) -> None:
     """Wait for a JAX result (a pytree of arrays); a no-op for anything else."""
     if hasattr(out, "block_until_ready"):
@@ -215,6 +296,10 @@ class WallTimer:
             block_until_ready(fn(*input_sets[i % k]))
         return Prepared(fn, input_sets, self.reps)
 
+    def host(self, fn: Callable, input_sets: Sequence[tuple], device_ms: float) -> HostTiming:
+        """:func:`time_host` on CPU: ``reps`` calls (at most :data:`HOST_CALLS`); nothing to synchronize."""
+        return time_host(fn, input_sets, min(self.reps, HOST_CALLS), sync=_no_sync)
+
     def timed_calls(self, prepared: Prepared, reps: int) -> Timing:
         fn, input_sets, k = prepared.fn, prepared.input_sets, len(prepared.input_sets)
         times, out, idx = [], None, 0
@@ -238,10 +323,12 @@ class CudaTimer:
 
     def __init__(self, rep_ms: float = 100.0, warmup_ms: float = 25.0, min_reps: int = 10,
                  max_reps: int = 2000, graph_below_us: float = 20.0, use_graphs: bool = True,
-                 use_cupti: bool = True, cupti_max_reps: int = 200):
+                 use_cupti: bool = True, cupti_max_reps: int = 200, graph: bool = False):
+        """``graph``: time every call that can be captured in a CUDA graph, not only those under
+        ``graph_below_us`` (the ``graph`` timer; see the module docstring)."""
         self.rep_ms, self.warmup_ms = rep_ms, warmup_ms
         self.min_reps, self.max_reps = min_reps, max_reps
-        self.graph_below_us, self.use_graphs = graph_below_us, use_graphs
+        self.graph_below_us, self.use_graphs, self.graph = graph_below_us, use_graphs, graph
         self.use_cupti, self.cupti_max_reps = use_cupti, cupti_max_reps
         self._flush = None
         self._overhead: float | None = None
@@ -333,21 +420,31 @@ class CudaTimer:
         (JAX's blocking or CUPTI timing, graphs for short calls), else what :meth:`timed_calls` needs."""
         est_ms, host_ms = self._estimate(fn, input_sets, blocking)
         if blocking:
-            if self.use_cupti:
-                return self._time_cupti(fn, input_sets, self._reps(est_ms))
-            return self._time_blocking(fn, input_sets, self._reps(est_ms))
+            timing = (self._time_cupti if self.use_cupti else self._time_blocking)(fn, input_sets, self._reps(est_ms))
+            if self.graph:
+                timing.notes.append(f"{NOT_CAPTURED}: JAX runs on streams of its own, which a torch CUDA graph does "
+                                    f"not capture; timed as {timing.method}")
+            return timing
         # The warm-up loop's rate is bounded by the host (Triton's launcher alone costs ~20 us), so the
         # kernel's own length, which decides between graphs and events, comes from a short event probe.
         probe = self._time_events(fn, input_sets, self.min_reps, host_ms)
         kernel_ms = max(probe.median_ms, 1e-4)
         notes = []
-        if self.use_graphs and kernel_ms * 1e3 < self.graph_below_us:
-            resident = len(input_sets) * set_bytes < 2 * self.l2_bytes()
-            timing = self._time_graph(fn, input_sets, kernel_ms, resident)
+        if self.graph or (self.use_graphs and kernel_ms * 1e3 < self.graph_below_us):
+            timing = self._time_graph(fn, input_sets, kernel_ms, set_bytes)
             if timing is not None:
                 return timing
-            notes.append(f"graph capture failed, timed with events: {self._graph_error}")
+            notes.append(f"{NOT_CAPTURED} ({self._graph_error}); timed with events" if self.graph
+                         else f"graph capture failed, timed with events: {self._graph_error}")
         return Prepared(fn, input_sets, self._reps(kernel_ms), host_ms, notes)
+
+    def host(self, fn: Callable, input_sets: Sequence[tuple], device_ms: float) -> HostTiming:
+        """The host figures of a variant already timed on the device (see the module docstring): :func:`host_calls`
+        calls at ``device_ms``, the L2 evicted and the device drained before each."""
+        import torch
+
+        return time_host(fn, input_sets, host_calls(device_ms, self.rep_ms), sync=torch.cuda.synchronize,
+                         before=self._evict)
 
     def timed_calls(self, prepared: Prepared, reps: int) -> Timing:
         """``reps`` calls of a prepared variant with events (``cuda_event``)."""
@@ -441,12 +538,19 @@ class CudaTimer:
             return timing
         return Timing(spans, "cupti", out, idx, host_blocking_ms=statistics.median(blocking))
 
-    def _time_graph(self, fn, input_sets, est_ms, resident) -> Timing | None:
+    def graph_calls(self, est_ms: float, sets: int) -> int:
+        """Calls per captured replay: enough to make the replay itself >= ~200 us and to visit every input set, but
+        no more than fit in a tenth of ``rep_ms`` (at least one)."""
+        calls = int(max(sets, min(1000, math.ceil(0.2 / max(est_ms, 1e-4)))))
+        return max(1, min(calls, math.floor(self.rep_ms / (self.min_reps * max(est_ms, 1e-4)))))
+
+    def _time_graph(self, fn, input_sets, est_ms, set_bytes) -> Timing | None:
         import torch
 
         k = len(input_sets)
-        # Enough calls per replay to make the replay itself >= ~200 us, and to visit every input set.
-        calls = int(max(k, min(1000, math.ceil(0.2 / max(est_ms, 1e-4)))))
+        calls = self.graph_calls(est_ms, k)
+        # The calls rotate over min(calls, k) input sets: in L2 when those fit in twice its size.
+        resident = min(calls, k) * set_bytes < 2 * self.l2_bytes()
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -463,7 +567,7 @@ class CudaTimer:
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - capture is an optimisation; events still work
             torch.cuda.synchronize()
-            self._graph_error = f"{type(exc).__name__}: {exc}"
+            self._graph_error = first_cause(exc)
             return None
         reps = self._reps(est_ms * calls)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -476,6 +580,20 @@ class CudaTimer:
         times = [s.elapsed_time(e) / calls for s, e in zip(starts, ends)]
         # The output of the last captured call, as written by the last replay.
         return Timing(times, "cuda_graph" + ("+l2" if resident else ""), out, (calls - 1) % k, calls)
+
+
+def first_cause(exc: BaseException) -> str:
+    """``Type: first line`` of the exception that started ``exc``'s chain: a capture the variant broke (a
+    synchronize, a copy to the host) ends in the capture's own error ("operation failed due to a previous error
+    during capture"), raised while the variant's, which says what it did, was being handled."""
+    while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
+        exc = exc.__cause__ or exc.__context__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+def _no_sync() -> None:
+    """Nothing to wait for: the CPU's work is done when the call returns (a JAX result is waited for apart)."""
 
 
 @contextlib.contextmanager

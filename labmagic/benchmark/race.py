@@ -23,6 +23,10 @@ from . import roofline
 #: (``helion_online`` -> ``helion``).
 BACKEND_PREFIXES = ("torch", "cuda", "cupy", "triton", "pallas", "jax", "cublas", "cudnn", "sdpa", *DSLS)
 
+#: The timers a race or ``%bench --timer`` can name: ``events``, CUDA events around each call (graphs for calls under
+#: 20 us); ``graph``, every call that can be captured timed in a CUDA graph (:class:`labmagic.timing.CudaTimer`).
+TIMERS = ("events", "graph")
+
 #: Backends whose work runs on JAX's streams (timed on the device clock from CUPTI records, ``cupti``, else with
 #: ``cuda_event_blocking``).
 JAX_BACKENDS = ("jax", "pallas")
@@ -50,6 +54,7 @@ class Race:
     rounds: int = 1
     shuffle: int | None = None
     rep_ms: float | None = None
+    timer: str | None = None
 
     def __post_init__(self):
         check_chapter_name(self.chapter)
@@ -57,6 +62,8 @@ class Race:
             raise LabError(f"race {self.chapter!r}: rounds must be a positive integer, got {self.rounds!r}")
         if self.shuffle is not None and (not isinstance(self.shuffle, int) or isinstance(self.shuffle, bool)):
             raise LabError(f"race {self.chapter!r}: shuffle is a seed (an int) or None, got {self.shuffle!r}")
+        if self.timer is not None and self.timer not in TIMERS:
+            raise LabError(f"race {self.chapter!r}: timer must be one of {', '.join(TIMERS)}, got {self.timer!r}")
         if self.rep_ms is not None and not self.rep_ms > 0:
             raise LabError(f"race {self.chapter!r}: rep_ms must be positive, got {self.rep_ms!r}")
         self.variants = dict(self.variants)

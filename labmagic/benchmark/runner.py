@@ -11,10 +11,12 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
    sees the out-of-bounds writes that the allocator's slack hides from the comparison.
 2. **Timing** (:mod:`labmagic.timing`), shape by shape from small to large, over rotated input sets. The
    output of the timed calls is checked again afterwards, so a variant cannot be right once and fast
-   (and wrong) afterwards. Running out of memory is ``oom`` and skips the variant at larger shapes;
-   allocator retries (a cudaMalloc that failed, emptied the cache, and succeeded) are counted. Each median gets
-   its 95% interval over the timed calls, and ``vs_ref`` the interval of the ratio (:mod:`labmagic.noise`): a
-   ratio whose interval holds 1.00 is a tie in this run, whatever its second decimal says.
+   (and wrong) afterwards. Then a few eager calls give the row's host time and isolated latency
+   (:func:`labmagic.timing.time_host`): a row whose host time exceeds its device time is host-bound. Running out of
+   memory is ``oom`` and skips the variant at larger shapes; allocator retries (a cudaMalloc that failed, emptied the
+   cache, and succeeded) are counted. Each median gets its 95% interval over the timed calls, and ``vs_ref`` the
+   interval of the ratio (:mod:`labmagic.noise`): a ratio whose interval holds 1.00 is a tie in this run, whatever
+   its second decimal says.
 3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
    measured ceilings (``ceiling_pct``); a time below the physical floor is flagged, not celebrated.
 
@@ -35,7 +37,7 @@ from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
 from . import checks, roofline
-from .race import JAX_BACKENDS, BenchResult, Race
+from .race import JAX_BACKENDS, TIMERS, BenchResult, Race
 from .sdpa import mentions_sdpa, sdpa_backend
 
 #: A time this far below the floor is flagged. The measured floor is itself a median of a real kernel,
@@ -47,15 +49,15 @@ FLOOR_SLACK = 0.02
 
 class CheckFailed(Exception):
     """A variant failed its correctness check: ``status`` is the row's status, ``shape`` the check shape it
-    failed at (None when no single shape is to blame, e.g. ``needs_gpu``), ``max_rel_err`` the mismatch's worst
-    relative error (None unless an output was compared)."""
+    failed at (None when no single shape is to blame, e.g. ``needs_gpu``), ``err_over_tol`` the mismatch's worst
+    error as a fraction of the tolerance (None unless an output was compared; see :mod:`.checks`)."""
 
     def __init__(self, status: str, message: str, shape: tuple[int, ...] | None = None,
-                 max_rel_err: float | None = None):
+                 err_over_tol: float | None = None):
         super().__init__(message)
         self.status = status
         self.shape = shape
-        self.max_rel_err = max_rel_err
+        self.err_over_tol = err_over_tol
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -86,7 +88,8 @@ def _out_nbytes(out) -> int:
 
 
 def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | None = None) -> float | None:
-    """Check one variant on the race's check shapes; return its worst relative error (None: no shape to check).
+    """Check one variant on the race's check shapes; return its worst error as a fraction of the tolerance,
+    ``|out - ref| / (atol + rtol * |ref|)`` (at most 1, since it passed; None: no shape to check).
 
     Raises :class:`CheckFailed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
     The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
@@ -115,8 +118,8 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
             raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
         if not result:
-            raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.max_rel_err)
-        worst = max(worst or 0.0, result.max_rel_err)
+            raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.err_over_tol)
+        worst = max(worst or 0.0, result.err_over_tol)
     return worst
 
 
@@ -177,7 +180,24 @@ def _measure(race: Race, name: str, input_sets: list[tuple], timer, set_bytes: i
     timed samples (empty when the re-check failed)."""
     retries0 = _first_call(race, name, input_sets, row)
     timing = timer.time(race.variants[name], input_sets, blocking=row.backend in JAX_BACKENDS, set_bytes=set_bytes)
-    return _record(race, name, timing, input_sets, row, retries0)
+    samples = _record(race, name, timing, input_sets, row, retries0)
+    _host_figures(timer, race.variants[name], input_sets, row)
+    return samples
+
+
+def _host_figures(timer, fn, input_sets: list[tuple], row: Row) -> None:
+    """A timed row's host time and isolated latency (the timer's ``host``, :func:`labmagic.timing.time_host`),
+    measured after the device timing and its re-check, so the calls cannot change the output that was re-checked.
+    A timer without ``host`` leaves them empty; a call that raises now leaves them empty and says so."""
+    host = getattr(timer, "host", None)
+    if host is None or row.status != OK or row.ms_median is None:
+        return
+    try:
+        figures = host(fn, input_sets, row.ms_median)
+    except Exception as exc:  # noqa: BLE001 - the device time stands; only the host figures are missing
+        row.error = "; ".join(part for part in (row.error, f"host timing failed: {_describe(exc)}") if part)
+        return
+    row.host_ms, row.isolated_ms = figures.host_ms, figures.isolated_ms
 
 
 def _first_call(race: Race, name: str, input_sets: list[tuple], row: Row) -> int | None:
@@ -219,7 +239,7 @@ def _record(race: Race, name: str, timing, input_sets: list[tuple], row: Row, re
     if not result:
         row.status, row.error = MISMATCH, f"re-check after timing: {result.reason}"
         return []
-    row.max_rel_err = max(row.max_rel_err or 0.0, result.max_rel_err)
+    row.err_over_tol = max(row.err_over_tol or 0.0, result.err_over_tol)
     row.ms_median, row.ms_min, row.ms_max = timing.median_ms, timing.min_ms, timing.max_ms
     row.ms_ci_low, row.ms_ci_high = timing.median_interval_ms or (None, None)
     row.samples = len(timing.times_ms)
@@ -240,22 +260,38 @@ def judge(row: Row, flops, nbytes, spec_roof, meas_roof) -> None:
     row.below_floor = bool(row.predicted_ms and ms < (1 - FLOOR_SLACK) * row.predicted_ms)
 
 
-def _default_timer(rep_ms, warmup_ms):
+def _default_timer(rep_ms, warmup_ms, graph: bool = False):
     from ..timing import CudaTimer
 
     kwargs = {k: v for k, v in (("rep_ms", rep_ms), ("warmup_ms", warmup_ms)) if v is not None}
-    return CudaTimer(**kwargs)
+    return CudaTimer(graph=graph, **kwargs)
+
+
+def _timer_named(race: Race, timer, gpu: bool, rep_ms, warmup_ms):
+    """The timer to measure with: ``timer`` itself when it is one; by name (``bench(timer=...)``, else
+    ``Race(timer=...)``, else ``events``) the CUDA timer on a GPU, and None without one (nothing is measured)."""
+    if timer is not None and not isinstance(timer, str):
+        return timer
+    name = timer or race.timer or "events"
+    if name not in TIMERS:
+        raise LabError(f"unknown timer {name!r}: one of {', '.join(TIMERS)} (or a timer object)")
+    if not gpu:
+        return None
+    return _default_timer(race.rep_ms or rep_ms, warmup_ms, graph=name == "graph")  # the race's rep_ms wins
 
 
 def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, check: bool = True,
           save: bool | None = None, target: str | None = None, timer=None, plot: bool = True,
-          rep_ms: float | None = None, warmup_ms: float | None = None, sanitize: bool = False) -> BenchResult:
+          rep_ms: float | None = None, warmup_ms: float | None = None, sanitize: bool = False,
+          save_png: bool = True) -> BenchResult:
     """Check, time and judge every variant of ``race``; see the module docstring.
 
     ``shapes`` / ``variants`` narrow the race (the reference always runs: ``vs_ref`` needs it).
     ``target`` names the GPU whose spec the table is judged (or, without a GPU, predicted) against.
-    ``timer`` replaces the CUDA-event timer (``labmagic.timing.WallTimer`` measures on CPU; its rows
-    are never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows.
+    ``timer`` names the CUDA timer's method (``"events"``, ``"graph"``: :data:`~.race.TIMERS`; default the race's
+    ``timer``, else events) or replaces the CUDA timer (``labmagic.timing.WallTimer`` measures on CPU; its rows are
+    never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows, and
+    ``save_png=False`` leaves the chapter's plots on disk as they were.
     ``sanitize`` runs each CUDA variant that passed the check once more under compute-sanitizer memcheck, in a
     child, before anything is timed (:mod:`labmagic.benchmark.memcheck`); a finding makes it an ``error`` row.
     """
@@ -265,9 +301,8 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
                        "bench(race, shapes=[...]) or %bench --shapes")
     names = _variants_to_run(race, variants)
     gpu = has_gpu()
-    measured = timer is not None or gpu
-    if timer is None and gpu:
-        timer = _default_timer(race.rep_ms or rep_ms, warmup_ms)  # the race's own rep_ms wins over %bench's
+    measured = (timer is not None and not isinstance(timer, str)) or gpu
+    timer = _timer_named(race, timer, gpu, rep_ms, warmup_ms)
     spec, ceilings, notes = _roofs(target, gpu)
     verdicts = _check_all(race, names, check)
     notes += _unchecked(race, check)
@@ -290,7 +325,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
         save = gpu and timer is not None and type(timer).__name__ == "CudaTimer"
     if save:
         if measured:
-            result.save()
+            result.save(png_path=None if save_png else False)
         else:
             result.notes.append("nothing measured, nothing saved")
     return result
@@ -324,7 +359,7 @@ def _roofs(target: str | None, gpu: bool) -> tuple[roofline.GpuSpec | None, roof
 
 
 def _check_all(race: Race, names: list[str], check: bool) -> dict[str, tuple[str, str, float | None]]:
-    """1. Correctness, once per variant: name -> (status, error, worst relative error)."""
+    """1. Correctness, once per variant: name -> (status, error, worst error as a fraction of the tolerance)."""
     verdicts: dict[str, tuple[str, str, float | None]] = {}
     for name in names:
         if not check:
@@ -361,7 +396,7 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
         backend = race.backend(name)
         status, error, rel = verdicts[name]
         row = Row(race.chapter, name, backend, shape_str(shape), str(race.dtype), status,
-                  flops=flops, nbytes=nbytes, max_rel_err=rel, error=error)
+                  flops=flops, nbytes=nbytes, err_over_tol=rel, error=error)
         if status == OK and work_error:
             row.status, row.error = ERROR, work_error
         elif status == OK and race.over_limit(name, shape):
@@ -471,6 +506,7 @@ def _measure_in_rounds(race: Race, shape, todo: list[str], input_sets: list[tupl
             if isinstance(timing, Exception):
                 raise timing
             samples[name] = _record(race, name, timing, input_sets, shape_rows[name], retries0[name])
+            _host_figures(timer, race.variants[name], input_sets, shape_rows[name])
         except Exception as exc:  # noqa: BLE001
             _failed(shape_rows[name], exc, oom_at, shape)
     return samples

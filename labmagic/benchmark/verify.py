@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..errors import LabError
 from ..runtime import gpu_name, has_gpu
 from ..store.schema import ERROR, MISMATCH, SKIPPED, shape_str, shape_tuple
+from .checks import tolerances
 from .race import Race
 from .runner import CheckFailed, check_variant
 
@@ -28,19 +29,21 @@ FAILING = (MISMATCH, ERROR)
 
 @dataclass
 class VerifyRow:
-    """One variant's verdict: ``shape`` is the check shape it failed at ("" when none is to blame)."""
+    """One variant's verdict: ``err_over_tol`` its worst error as a fraction of the tolerance (pass at or below 1),
+    ``shape`` the check shape it failed at ("" when none is to blame)."""
 
     variant: str
     backend: str
     status: str
-    max_rel_err: float | None = None
+    err_over_tol: float | None = None
     shape: str = ""
     reason: str = ""
 
 
 @dataclass
 class VerifyResult:
-    """The outcome of :func:`verify`; ``failed`` is True when any variant mismatched or raised."""
+    """The outcome of :func:`verify`; ``failed`` is True when any variant mismatched or raised. ``rtol`` and
+    ``atol`` are the tolerances every row was held to."""
 
     chapter: str
     dtype: str
@@ -48,6 +51,8 @@ class VerifyResult:
     rows: list[VerifyRow]
     device: str
     notes: list[str] = field(default_factory=list)
+    rtol: float | None = None
+    atol: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -87,8 +92,9 @@ def verify(race: Race, variants: Sequence[str] | None = None,
     notes = []
     if not shapes:
         notes.append(f"race {race.chapter!r} has no check_shapes: nothing was checked (give Race(check_shapes=[...]))")
+    rtol, atol = tolerances(race.dtype, race.rtol, race.atol)
     return VerifyResult(race.chapter, str(race.dtype), [shape_str(s) for s in shapes], rows,
-                        gpu_name() if has_gpu() else "no GPU", notes)
+                        gpu_name() if has_gpu() else "no GPU", notes, rtol, atol)
 
 
 def _verify_one(race: Race, name: str, shapes: list[tuple[int, ...]]) -> VerifyRow:
@@ -99,5 +105,5 @@ def _verify_one(race: Race, name: str, shapes: list[tuple[int, ...]]) -> VerifyR
         worst = check_variant(race, name, shapes)
     except CheckFailed as failure:
         where = shape_str(failure.shape) if failure.shape is not None else ""
-        return VerifyRow(name, backend, failure.status, failure.max_rel_err, where, str(failure))
+        return VerifyRow(name, backend, failure.status, failure.err_over_tol, where, str(failure))
     return VerifyRow(name, backend, PASS, worst)

@@ -109,8 +109,11 @@ def sanitize_variant(chapter: str, variant: str, shape: str | None = None, *, to
         raise SanitizerError(f"compute-sanitizer failed (exit code {proc.returncode})", detail=log_tail(log))
     findings, errors = parse_output(log, tool)
     attach_sources(findings, {k: tuple(v) for k, v in (record.get("sources") or {}).items()})
+    # The child names the shape it ran, also when the variant faulted; one that died before choosing leaves it to
+    # what was asked for.
+    ran_at = record.get("shape") or shape or "the race's largest check shape"
     return SanitizeResult(chapter=record.get("chapter", str(chapter)), variant=variant,
-                          shape=record.get("shape", shape or ""), tool=tool, findings=findings, errors=errors,
+                          shape=ran_at, tool=tool, findings=findings, errors=errors,
                           exit_code=proc.returncode,
                           child_error=None if record.get("ok", False) else (record.get("error") or "the child died"),
                           log=log)

@@ -15,6 +15,8 @@ Modes:
 - ``list``: print the race's variants, shapes and check shapes; call nothing.
 - ``nsight-time``: every (variant, shape) of ``--jobs FILE``, each call between marker kernels, for the parent's
   cross-check of ``%bench`` against Nsight Compute (:mod:`labmagic.child.nsight_time`).
+- ``bench``: the races, shapes and variants of ``--spec FILE`` checked, timed and saved as ``%bench`` does, for
+  ``labmagic bench`` (:mod:`labmagic.benchmark.chapter_bench`); the record holds the tables to print.
 
 The last stdout line starting with ``LABMAGIC-CHILD `` is a JSON record for the parent: the race's
 predicted bytes and FLOPs at the shape, or the error that stopped the child.
@@ -131,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", nargs="+", default=None, help="sizes: 4096, 4096x4096, 2**20 (default: largest)")
     parser.add_argument("--check-shape", action="store_true",
                         help="without --shape: use the race's largest check shape instead of its largest shape")
-    parser.add_argument("--mode", choices=("ncu", "sanitize", "run", "list", "nsight-time"), default="run")
+    parser.add_argument("--mode", choices=("ncu", "sanitize", "run", "list", "nsight-time", "bench"), default="run")
     parser.add_argument("--iters", type=int, default=1, help="calls inside the profiled range (ncu, run)")
     parser.add_argument("--warmup", type=int, default=2, help="calls before the profiled range (ncu, run)")
     parser.add_argument("--jobs", help="JSON file of [{variant, shape}, ...] to time (--mode nsight-time)")
+    parser.add_argument("--spec", help="JSON file of what labmagic bench asks for (--mode bench)")
     parser.add_argument("--race", help="name of the race in the chapter (default: the one %%bench names)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", type=param_arg,
                         help="override a papermill parameter of the chapter (VALUE is a Python literal or a string)")
@@ -147,11 +150,21 @@ def main(argv: list[str] | None = None) -> int:
         from .sanitizer_run import UNPOOLED
 
         os.environ.update(UNPOOLED)
-    namespace = None
+    namespace = race = shape = None
     try:
         from .replay import find_race, load_chapter
 
         namespace = load_chapter(args.chapter, parameters=params or None)
+        if args.mode == "bench":
+            from ..benchmark.chapter_bench import BadInput, BenchSpec, run_spec
+
+            try:
+                record = run_spec(namespace, BenchSpec.read(args.spec))
+            except BadInput as exc:
+                _report({"ok": False, "error": str(exc), "bad_input": True})
+                return 2
+            _report({**record, "ok": True})
+            return 0
         race = find_race(namespace, args.race)
         if args.mode == "list":
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,
@@ -186,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # the parent shows this one line; the traceback goes to stderr
         traceback.print_exc()
         record = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "detail": getattr(exc, "detail", "")}
+        if shape is not None:  # a variant that faulted still ran at a shape of a race: the parent names both
+            record.update(chapter=race.chapter, shape=shape_str(shape))
         if namespace is not None and args.mode == "sanitize":  # a faulting kernel is what we came to find
             from .sanitizer_run import kernel_sources
 

@@ -23,6 +23,8 @@ COMMANDS = {
             "sweep parameter, CUDA and Triton kernels, its CSV)"),
     "test": ("labmagic.cli.test", "check every variant of a chapter against its reference on the check shapes; "
              "no timing"),
+    "bench": ("labmagic.cli.bench", "check and time a chapter's race from a terminal (its %bench, without papermill); "
+              "one Markdown table per shape"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),
     "sanitize": ("labmagic.cli.sanitize", "run a chapter's variants under compute-sanitizer"),
     "results": ("labmagic.cli.results",

@@ -99,20 +99,22 @@ def remember_scalar(memo: dict, value: int, scalar):
 #: The fast check's code for one parameter ``v{i}``, which it leaves, marshalled, in ``a{i}``. Python has no
 #: cheaper way to run a check than as straight-line code: a loop over a plan costs twice as much per argument.
 _PARAM_CODE = {
+    # A tensor first: the common case pays one type test, not two; a raw device address (an int) second.
     POINTER: """\
-    if type(v{i}) is int:  # a raw device address
-        if not 0 <= v{i} < 0x8000000000000000:
-            return None
-        a{i} = v{i}
-    else:
-        if type(v{i}) not in tensor_types:
-            return None
+    t = type(v{i})
+    if t in tensor_types:
         mask = masks{i}.get(v{i}.dtype)
         if mask is None or not v{i}.is_cuda or not v{i}.is_contiguous():
             return None
         a{i} = v{i}.data_ptr()
         if a{i} & mask:
             return None
+    elif t is int:  # a raw device address
+        if not 0 <= v{i} < 0x8000000000000000:
+            return None
+        a{i} = v{i}
+    else:
+        return None
 """,
     INT: """\
     if type(v{i}) is not int or not {low!r} <= v{i} <= {high!r}:

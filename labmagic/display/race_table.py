@@ -1,17 +1,21 @@
 """How a :class:`labmagic.benchmark.race.BenchResult` looks: HTML and plain text.
 
-Both renderings carry the same facts in the same order: the GPU and timer named in a header line
-(or, without a GPU, the statement that nothing was measured and which spec the prediction uses), then
-the table(s), then a footer. A measurement has one table per shape, whose marks the footer lists, one per line:
-``*`` allocator retries during the calls, ``!`` faster than the physical floor (suspicious, not a win).
-The ``peak mem`` and ``sdpa`` columns appear only when some row has a value there (a race that never calls
-SDPA has no ``sdpa`` column). The HTML table shows fewer columns (:func:`html_columns`) so that it fits the
-book's text column; the full set follows it, folded in ``<details>``. The text keeps the full set: a log has no width.
+Both renderings carry the same facts in the same order: the GPU and timer named in a header line (or, without a GPU,
+the statement that nothing was measured and which spec the prediction uses), then the table(s), then a footer. A
+measurement has one table per shape, whose marks the footer lists, one per line: ``*`` allocator retries during the
+calls, ``!`` faster than the physical floor (suspicious, not a win), and in the note, ``host-bound`` where one eager
+call's host time exceeds its device time. Beside the device's ``median ms`` stand the host's figures of one eager
+call (:func:`labmagic.timing.time_host`): ``host ms``, from the call to its return, and ``isolated ms``, to the end
+of its work. The ``peak mem``, ``sdpa`` and host columns appear only when some row has a value there (a race that
+never calls SDPA has no ``sdpa`` column). The HTML table shows fewer columns (:func:`html_columns`) so that it fits
+the book's text column; the full set follows it, folded in ``<details>``. The text keeps the full set: a log has no
+width.
 A prediction (no GPU) has one compact table: a row per variant, a column per shape, each cell the floor
 in ms or, where the variant would not run there, its status; what is the same on every row (the
 variants that need a GPU, an error repeated at every shape) is said once, below the table.
 The plain text reads well in a papermill log, a terminal and a diff, so it has no colours and fixed
-column widths.
+column widths. :func:`render_markdown` is ``labmagic bench``'s layout: one pipe table per shape with the columns a
+reader of a kernel benchmark looks for first (:data:`MARKDOWN_COLUMNS`), measured or predicted alike.
 """
 
 from __future__ import annotations
@@ -20,20 +24,27 @@ import base64
 import html
 
 from ..noise import includes_one
+from .markdown import md_table, text
 
-MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "95% CI ms", "min-max ms", "TFLOP/s", "GB/s",
-                    "% SOL", "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
+MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "host ms", "isolated ms", "95% CI ms", "min-max ms",
+                    "TFLOP/s", "GB/s", "% SOL", "% ceiling", "vs ref", "floor ms", "peak mem", "sdpa", "note"]
 #: Left out of the HTML table by default (each still in the folded "all columns" table): the floor is in the line
 #: above the table, % SOL repeats % ceiling against the spec sheet, and the interval and spread are the widest cells
 #: (the interval's verdict is in ``vs ref``'s mark).
 HTML_FOLDED_COLUMNS = ("95% CI ms", "min-max ms", "% SOL", "floor ms")
 #: Marks a ``vs ref`` whose 95% interval holds 1.00: this run cannot tell the variant from the reference.
 SAME_AS_REF = "≈"
+#: The note of a row whose host time exceeds its device time (:func:`labmagic.store.schema.host_bound`).
+HOST_BOUND = "host-bound"
 #: What the marks in a measured table mean: (mark, meaning), one line or list item each.
 MARKS = [("*", "allocator retries during the calls"),
          ("!", "faster than the physical floor (suspicious)"),
          ("vs ref", "reference time / variant time"),
-         (SAME_AS_REF, "vs ref's 95% interval holds 1.00: no difference from the reference in this run")]
+         (SAME_AS_REF, "vs ref's 95% interval holds 1.00: no difference from the reference in this run"),
+         ("host ms", "one eager call, from the Python call to its return (the GPU not awaited); median of a few"),
+         ("isolated ms", "one eager call from the call to the end of its work (synchronized before and after)"),
+         (HOST_BOUND, "host ms above median ms: in an eager loop the host sets the pace (a CUDA graph, or fewer "
+                      "launches, removes it)")]
 #: The prediction's leading columns; one column per shape follows, each cell the floor in ms or the status.
 PREDICTED_COLUMNS = ["variant", "backend", "status"]
 
@@ -80,19 +91,22 @@ def _cells(result, row) -> dict[str, str]:
     if row.vs_ref and includes_one(row.vs_ref_low, row.vs_ref_high):
         vs_ref += f" {SAME_AS_REF}"
     note = _note(row)
+    if row.host_bound:
+        note = HOST_BOUND + ("; " + note if note else "")
     if row.alloc_retries:
         note = (note + "; " if note else "") + f"{row.alloc_retries} allocator retries"
     if row.below_floor:
         note = (note + "; " if note else "") + "faster than the floor: check the kernel and nbytes/flops"
     return dict(zip(MEASURED_COLUMNS, [
-        row.variant, row.backend, _status(row), median, interval, spread, _num(row.tflops), _num(row.gbps),
+        row.variant, row.backend, _status(row), median, _num(row.host_ms, 4), _num(row.isolated_ms, 4), interval,
+        spread, _num(row.tflops), _num(row.gbps),
         _num(row.sol_pct), _num(row.ceiling_pct), vs_ref, _num(row.predicted_ms, 4),
         _bytes(row.peak_mem_bytes), row.sdpa_backend, note]))
 
 
 def measured_columns(result) -> list[str]:
-    """:data:`MEASURED_COLUMNS` less ``sdpa`` where no row called SDPA, and ``peak mem`` and ``95% CI ms`` where no
-    row has one."""
+    """:data:`MEASURED_COLUMNS` less ``sdpa`` where no row called SDPA, and ``peak mem``, ``95% CI ms`` and the host
+    columns where no row has one."""
     rows = result.rows
     empty = set()
     if all(r.sdpa_backend in ("-", "", None) for r in rows):
@@ -101,6 +115,8 @@ def measured_columns(result) -> list[str]:
         empty.add("peak mem")
     if all(r.ms_ci_low is None for r in rows):
         empty.add("95% CI ms")
+    if all(r.host_ms is None for r in rows):
+        empty.update(("host ms", "isolated ms"))
     return [c for c in MEASURED_COLUMNS if c not in empty]
 
 
@@ -271,3 +287,45 @@ def render_html(result) -> str:
         parts.append(result.nsight_check._repr_html_())
     parts.append("</div>")
     return "\n".join(parts)
+
+
+# -- labmagic bench: one Markdown table per shape ---------------------------------------------------
+
+#: ``labmagic bench``'s columns; ``vs ref`` is headed with the race's reference (``vs torch``), and ``sdpa`` appears
+#: where the race has SDPA variants.
+MARKDOWN_COLUMNS = ["variant", "ms", "peak mem", "TFLOP/s", "GB/s", "vs ref", "host ms", "isolated ms", "sdpa", "note"]
+
+
+def _markdown_cells(row) -> list[str]:
+    """A row under :data:`MARKDOWN_COLUMNS`: where it was not timed, its status stands in ``ms`` (``needs GPU``, ``not
+    measured``, ``mismatch``), and its note is the first line of why (the footer says ``needs GPU`` once)."""
+    cells = _cells(None, row)
+    timed = row.ms_median is not None
+    note = cells["note"] if row.status != "needs_gpu" else ""
+    return [row.variant, cells["median ms"] if timed else _status(row), cells["peak mem"], cells["TFLOP/s"],
+            cells["GB/s"], cells["vs ref"], cells["host ms"], cells["isolated ms"], row.sdpa_backend,
+            note.splitlines()[0] if note else ""]
+
+
+def render_markdown(result, ref: str, title: str = "") -> str:
+    """``result`` as ``labmagic bench`` prints it: ``title`` (the race) and the header line, then per shape a line
+    (shape, dtype, floor) and a pipe table of :data:`MARKDOWN_COLUMNS`, then the notes, the variants that need a GPU
+    (once) and what ``host-bound`` means. Every cell goes through :func:`labmagic.display.markdown.text`."""
+    heads = [f"vs {ref}" if c == "vs ref" else c for c in MARKDOWN_COLUMNS]
+    sdpa = any(r.backend == "sdpa" or r.sdpa_backend not in ("-", "", None) for r in result.rows)
+    keep = [i for i, c in enumerate(MARKDOWN_COLUMNS) if c != "sdpa" or sdpa]
+    out = [f"## {text(title)}", ""] if title else []
+    out.append(text(header(result).replace(" | ", " · ")))
+    for shape, rows in _by_shape(result):
+        out += ["", f"### {text(shape)} ({text(rows[0].dtype)}) {_floor_line(rows)}".rstrip(), ""]
+        table = [[cells[i] for i in keep] for cells in (_markdown_cells(r) for r in rows)]
+        out.append(md_table([heads[i] for i in keep], table))
+    needs_gpu = list(dict.fromkeys(r.variant for r in result.rows if r.status == "needs_gpu"))
+    footer = list(result.notes)
+    if needs_gpu:
+        footer.append(f"needs GPU (not run on this machine): {', '.join(needs_gpu)}")
+    if any(r.host_bound for r in result.rows):
+        footer.append(f"{HOST_BOUND}: {dict(MARKS)[HOST_BOUND]}")
+    if footer:
+        out += [""] + [f"- {text(line)}" for line in footer]
+    return "\n".join(out)

@@ -1,9 +1,10 @@
 """How a :class:`labmagic.benchmark.verify.VerifyResult` looks: one pass/fail table, HTML and plain text.
 
-Both carry the same facts in the same order: a header naming the chapter, the check shapes and the device, one
-row per variant (status, worst relative error, the shape it failed at, why), then a footer that says once how many
-variants need a GPU (rather than a note on each of their rows) and what the verdict is. The plain text has fixed
-columns and no colours, so it reads well in a terminal, a papermill log and a diff.
+Both carry the same facts in the same order: a header naming the chapter, the check shapes and the device, a line
+saying what ``err / tol`` is, one row per variant (status, worst error as a fraction of the tolerance, the shape it
+failed at, why), then a footer that says once how many variants need a GPU (rather than a note on each of their
+rows) and what the verdict is. The plain text has fixed columns and no colours, so it reads well in a terminal, a
+papermill log and a diff.
 """
 
 from __future__ import annotations
@@ -12,25 +13,33 @@ import html
 
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU
 
-COLUMNS = ["variant", "backend", "status", "max rel err", "failed at", "reason"]
+#: ``err / tol``: the worst element's ``|out - ref| / (atol + rtol * |ref|)`` (labmagic.benchmark.checks), which
+#: passes at or below 1: 0.03 is well inside the tolerance, 1.4 is 40% beyond it.
+COLUMNS = ["variant", "backend", "status", "err / tol", "failed at", "reason"]
 _LABELS = {NEEDS_GPU: "needs GPU", MISMATCH: "MISMATCH", ERROR: "ERROR"}
 
 
 def _err(value) -> str:
     if value is None or value != value:
         return "-"
-    return "inf" if value == float("inf") else f"{value:.2e}"
+    return "inf" if value == float("inf") else f"{value:.3g}"
 
 
 def _cells(row) -> list[str]:
     reason = "" if row.status == NEEDS_GPU else row.reason  # said once, in the footer
-    return [row.variant, row.backend, _LABELS.get(row.status, row.status), _err(row.max_rel_err), row.shape or "-",
+    return [row.variant, row.backend, _LABELS.get(row.status, row.status), _err(row.err_over_tol), row.shape or "-",
             reason]
 
 
 def header(result) -> str:
     shapes = ", ".join(result.shapes) or "none"
     return f"{result.chapter}: correctness on check shapes {shapes} ({result.dtype}) on {result.device}"
+
+
+def tolerance_line(result) -> str:
+    """What ``err / tol`` is, with the tolerances the rows were held to."""
+    held = f" with rtol={result.rtol:g}, atol={result.atol:g}" if result.rtol is not None else ""
+    return f"err / tol: the worst |out - ref| / (atol + rtol |ref|){held}; pass at or below 1"
 
 
 def footer(result) -> list[str]:
@@ -57,7 +66,7 @@ def footer(result) -> list[str]:
 def render_text(result) -> str:
     table = [COLUMNS] + [_cells(r) for r in result.rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS) - 1)]
-    out = [header(result), ""]
+    out = [header(result), tolerance_line(result), ""]
     for line in table:
         cells = [c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
         out.append("  ".join(cells + [line[-1]]).rstrip())
@@ -67,7 +76,8 @@ def render_text(result) -> str:
 
 
 def render_html(result) -> str:
-    parts = [f'<div class="labmagic-verify"><p><b>{html.escape(header(result))}</b></p>',
+    parts = [f'<div class="labmagic-verify"><p><b>{html.escape(header(result))}</b><br/>'
+             f'<small>{html.escape(tolerance_line(result))}</small></p>',
              "<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) + "</tr></thead><tbody>"]
     for r in result.rows:
         style = ' style="color:#b00"' if r.status in (MISMATCH, ERROR) else ""

@@ -110,6 +110,10 @@ class BenchMagics(Magics):
               help="after timing, re-time every ok row under Nsight Compute (one child, the chapter replayed from "
                    "disk) and add a table: event median, Nsight median, ratio, verdict (agrees within 5%% from 50 us)")
     @argument("--target", help="GPU spec to judge or predict against (h200, h100, a100, l4, rtx 4090, ...)")
+    @argument("--timer", choices=("events", "graph", "nsight"),
+              help="events: CUDA events around each call (graphs under 20 us; the default, or the race's timer=); "
+                   "graph: every call that can be captured timed in a CUDA graph, the others with events and a note "
+                   "saying why; nsight: events, then the --nsight cross-check")
     @line_magic
     def bench(self, line: str):
         """Check, time and judge a race's variants; show one table per shape (see labmagic.benchmark)."""
@@ -129,11 +133,12 @@ class BenchMagics(Magics):
             return verify(race, variants=variants, shapes=shapes)
         s = self.settings
         sanitize = args.sanitize or s.sanitize or sanitize_from_env()
+        timer = "events" if args.timer == "nsight" else args.timer
         result = bench(race, shapes=shapes, variants=variants, check=not args.no_check,
                        save=None if (s.save and not args.no_save) else False,
                        target=args.target or s.target or None, plot=s.plot and not args.no_plot,
-                       rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize)
-        if args.nsight or s.nsight or nsight_from_env():
+                       rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize, timer=timer)
+        if args.nsight or args.timer == "nsight" or s.nsight or nsight_from_env():
             from ..benchmark.nsight_check import nsight_checked  # the child's tooling, only when asked
 
             nsight_checked(race, result)

@@ -83,8 +83,8 @@ def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) 
 
 def upgrade(path: Path) -> bool:
     """Rewrite a CSV that an earlier labmagic wrote (a header in :data:`~labmagic.store.schema.EARLIER_COLUMNS`)
-    with today's columns, the new ones empty; False when it already has them. Anything else is refused: a CSV
-    of unknown shape is not guessed at."""
+    with today's columns, the new ones empty and the retired ones gone; False when it already has them. Anything
+    else is refused: a CSV of unknown shape is not guessed at."""
     path = Path(path)
     with locked(path):
         with open(path, newline="", encoding="utf-8") as handle:
@@ -96,7 +96,8 @@ def upgrade(path: Path) -> bool:
                 raise LabError(f"{path}: its header is neither labmagic.store.schema.COLUMNS nor an earlier one")
             rows = [dict(zip(header, record)) for record in reader if record]
         text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="")
+        # What an earlier header has that COLUMNS does not (max_rel_err) is dropped: it meant something else.
+        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         atomic_write(path, text.getvalue())

@@ -2,12 +2,14 @@
 schema's types, with the GPU slug and chapter taken from the path (a stray column value does not move a row).
 
 CSVs arrive from other machines and pull requests, so nothing in one is trusted: a file whose header is not the
-schema's, a line that is not one row of it, a value that no writer writes (the writers' own rule,
-:func:`labmagic.store.schema.row_problem`: a time that is not a positive, finite number of milliseconds on an ``ok``
-row, a variant that is not a variant name, text with control or bidirectional-format characters, a value too long),
-or a folder or file name that is not a device slug or a chapter name is refused with a
-:class:`~labmagic.errors.LabError` naming the file (and line), never skipped: a Results page missing a chapter
-without a word is a wrong answer, and one showing a forged row is worse.
+schema's (or an earlier labmagic's, :data:`~labmagic.store.schema.EARLIER_COLUMNS`), a line that is not one row of it,
+a value that no writer writes (the writers' own rule, :func:`labmagic.store.schema.row_problem`: a time that is not
+a positive, finite number of milliseconds on an ``ok`` row, a variant that is not a variant name, text with control
+or bidirectional-format characters, a value too long), or a folder or file name that is not a device slug or a
+chapter name is refused with a :class:`~labmagic.errors.LabError` naming the file (and line), never skipped: a
+Results page missing a chapter without a word is a wrong answer, and one showing a forged row is worse. A header
+that an earlier labmagic wrote is read column by column, the columns it lacks empty, so the rows of an older sweep,
+or of an older revision (``labmagic results --compare``), still read as what they are.
 """
 
 from __future__ import annotations
@@ -52,14 +54,15 @@ def check_inside_results(path: Path, root: Path) -> None:
         raise LabError(f"{Path(path).relative_to(root).as_posix()!r} links out of results/: results are plain files")
 
 
-def _check_header(header: list[str] | None, name: str) -> None:
+def _check_header(header: list[str] | None, name: str) -> list[int | None] | None:
+    """None for today's header; for an earlier one, the index in it of each of :data:`COLUMNS` (None where it lacks
+    that column); LabError for a header that is neither."""
     if header == COLUMNS:
-        return
+        return None
+    if header in EARLIER_COLUMNS:
+        return [header.index(c) if c in header else None for c in COLUMNS]
     if not header:
         raise LabError(f"{name}: empty: a bench CSV starts with the header labmagic.store.schema.COLUMNS")
-    if header in EARLIER_COLUMNS:
-        raise LabError(f"{name}: written by an earlier labmagic (its header lacks "
-                       f"{', '.join(c for c in COLUMNS if c not in header)}): run `labmagic results --upgrade`")
     missing = [c for c in COLUMNS if c not in header]
     unexpected = [c for c in header if c not in COLUMNS]
     what = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
@@ -69,22 +72,24 @@ def _check_header(header: list[str] | None, name: str) -> None:
 
 
 def _records(handle, name: str) -> list[list[str]]:
-    """The rows below the header; LabError at the first line that is not a row a writer writes, numbered as the
-    file's lines (a quoted field may span lines)."""
+    """The rows below the header, each as :data:`COLUMNS` (empty where an earlier header lacks one); LabError at
+    the first line that is not a row a writer writes, numbered as the file's lines (a quoted field may span lines)."""
     reader = csv.reader(handle, strict=True)
     line = 1
     records = []
     try:
-        _check_header(next(reader, None), name)
+        header = next(reader, None)
+        at = _check_header(header, name)
         line = reader.line_num + 1
         for record in reader:
             if record:  # a blank line holds no row
-                if len(record) != len(COLUMNS):
-                    raise LabError(f"{name}, line {line}: {len(record)} fields where the header has {len(COLUMNS)}")
-                problem = row_problem(dict(zip(COLUMNS, record)))
+                if len(record) != len(header):
+                    raise LabError(f"{name}, line {line}: {len(record)} fields where the header has {len(header)}")
+                mapped = record if at is None else ["" if i is None else record[i] for i in at]
+                problem = row_problem(dict(zip(COLUMNS, mapped)))
                 if problem:
                     raise LabError(f"{name}, line {line}: {problem}")
-                records.append(record)
+                records.append(mapped)
             line = reader.line_num + 1
     except csv.Error as exc:
         raise LabError(f"{name}, line {line}: not a CSV row ({exc})") from None

@@ -44,6 +44,11 @@ class Row:
     ms_ci_low: float | None = None  # the median's 95% interval (labmagic.noise), over the `samples` timed calls
     ms_ci_high: float | None = None
     samples: int | None = None
+    # One eager call, timed on the host (labmagic.timing.time_host): its median time from the Python call to its
+    # return, the GPU not awaited, and its isolated latency, synchronized before and after. Where host_ms exceeds
+    # ms_median the row is host-bound: in an eager loop the host, not the kernel, sets the pace.
+    host_ms: float | None = None
+    isolated_ms: float | None = None
     tflops: float | None = None
     gbps: float | None = None
     sol_pct: float | None = None
@@ -56,13 +61,27 @@ class Row:
     peak_mem_bytes: int | None = None
     alloc_retries: int = 0
     sdpa_backend: str = "-"
-    max_rel_err: float | None = None
+    # The check's worst |out - ref| / (atol + rtol |ref|) (labmagic.benchmark.checks): pass at or below 1.
+    err_over_tol: float | None = None
     timer: str = "-"
     error: str = ""
     source_hash: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def host_bound(self) -> bool:
+        return host_bound(self.host_ms, self.ms_median)
+
+
+def host_bound(host_ms, ms_median) -> bool:
+    """Whether one eager call's host time (``host_ms``) exceeds its device time (``ms_median``): False unless both
+    were measured (an empty cell, None or NaN, is no evidence)."""
+    try:
+        return float(host_ms) > float(ms_median)  # NaN compares False
+    except (TypeError, ValueError):
+        return False
 
 
 #: Where and with what a row was measured (:func:`labmagic.benchmark.provenance.collect`), in CSV order.
@@ -71,10 +90,20 @@ PROVENANCE_FIELDS = ["gpu", "driver", "cuda", "torch", "triton", "jax", "git_com
 #: Every bench CSV has exactly these columns, in this order.
 COLUMNS = [f.name for f in fields(Row)] + PROVENANCE_FIELDS
 
-#: Headers that earlier versions wrote, oldest first; ``labmagic results --upgrade`` rewrites such a CSV with
-#: :data:`COLUMNS` (the columns it lacks left empty: nothing is invented for rows measured without them).
+#: The header before the host-time columns, when the check's error was a relative one (``max_rel_err``).
+_BEFORE_HOST_TIME = [
+    "chapter", "variant", "backend", "shape", "dtype", "status", "flops", "nbytes", "ms_median", "ms_min", "ms_max",
+    "ms_ci_low", "ms_ci_high", "samples", "tflops", "gbps", "sol_pct", "ceiling_pct", "vs_ref", "vs_ref_low",
+    "vs_ref_high", "predicted_ms", "below_floor", "peak_mem_bytes", "alloc_retries", "sdpa_backend", "max_rel_err",
+    "timer", "error", "source_hash", *PROVENANCE_FIELDS]
+
+#: Headers that earlier versions wrote, oldest first. Readers take such a CSV column by column: what it lacks reads
+#: empty (nothing is invented for rows measured without it), and a column that no longer exists is not read
+#: (``max_rel_err``, a relative error, is not the ``err_over_tol`` that replaced it, and cannot be turned into it).
+#: ``labmagic results --upgrade`` rewrites such a CSV with :data:`COLUMNS`.
 EARLIER_COLUMNS = [
-    [c for c in COLUMNS if c not in ("ms_ci_low", "ms_ci_high", "samples", "vs_ref_low", "vs_ref_high")],
+    [c for c in _BEFORE_HOST_TIME if c not in ("ms_ci_low", "ms_ci_high", "samples", "vs_ref_low", "vs_ref_high")],
+    _BEFORE_HOST_TIME,
 ]
 
 #: A row is identified by these; a new row replaces an old one with the same key.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 import pytest
 import torch
@@ -173,6 +174,25 @@ def test_measured_columns_follow_from_the_median():
     assert row.vs_ref == pytest.approx(ref.ms_median / row.ms_median)
     assert row.ms_min <= row.ms_median <= row.ms_max
     assert row.source_hash and row.source_hash != ref.source_hash
+
+
+def test_a_race_or_a_bench_names_its_timer_and_the_bench_wins():
+    from labmagic.benchmark.runner import _timer_named
+    from labmagic.timing import CudaTimer
+
+    graphed = Race(chapter="test_race", variants={"torch": torch_add}, ref="torch", make_inputs=make_inputs,
+                   shapes=[4], timer="graph", rep_ms=40.0)
+    timer = _timer_named(graphed, None, True, 100.0, None)
+    assert isinstance(timer, CudaTimer) and timer.graph and timer.rep_ms == 40.0
+    assert not _timer_named(graphed, "events", True, 100.0, None).graph
+    assert _timer_named(race_with(), "graph", True, None, None).graph
+    assert _timer_named(graphed, None, False, None, None) is None  # no GPU: nothing is timed, by any name
+    wall = WallTimer(reps=2)
+    assert _timer_named(graphed, wall, False, None, None) is wall
+    with pytest.raises(labmagic.LabError, match="unknown timer 'cupti': one of events, graph"):
+        bench(graphed, timer="cupti")
+    with pytest.raises(labmagic.LabError, match="timer must be one of events, graph, got 'nsight'"):
+        Race(chapter="test_race", variants={"torch": torch_add}, ref="torch", make_inputs=make_inputs, timer="nsight")
 
 
 def test_race_validation():
@@ -453,17 +473,59 @@ def test_marks_are_listed_one_per_line():
     legend = re.findall(r'<ul class="labmagic-legend"[^>]*>(.*?)</ul>', html, re.S)
     assert len(legend) == 1
     items = re.findall(r"<li>(.*?)</li>", legend[0])
-    assert [re.sub(r"<[^>]+>", "", i).split(" ", 1)[0] for i in items] == ["*", "!", "vs", "≈"]
+    marks = ["*", "!", "vs", "≈", "host", "isolated", "host-bound"]
+    assert [re.sub(r"<[^>]+>", "", i).split(" ", 1)[0] for i in items] == marks
     assert "allocator retries" in items[0] and "physical floor" in items[1] and "reference time" in items[2]
-    assert all(i.count("allocator") + i.count("floor") + i.count("reference") == 1 for i in items)
+    assert all(i.count("allocator") + i.count("floor") + i.count("reference") == 1 for i in items[:4])
+    assert "to its return" in items[4] and "end of its work" in items[5] and "eager loop" in items[6]
     lines = repr(result).splitlines()
     at = lines.index("marks:")
-    marks = [line.split() for line in lines[at + 1:]]
-    assert [m[0] for m in marks] == ["*", "!", "vs", "≈"] and len(marks) == 4
+    listed = [line.split() for line in lines[at + 1:]]
+    assert [m[0] for m in listed] == marks and len(listed) == len(marks)
     assert "allocator retries" in lines[at + 1] and "physical floor" in lines[at + 2] and "reference" in lines[at + 3]
     # A prediction has no marks to explain.
     prediction = bench(race_with(), target="a100")
     assert "labmagic-legend" not in prediction._repr_html_() and "marks:" not in repr(prediction)
+
+
+def test_timed_rows_carry_the_host_figures_and_a_host_bound_row_says_so():
+    def torch_slow_host(a, b):
+        time.sleep(0.002)
+        return a + b
+
+    result = bench(race_with(torch_slow_host=torch_slow_host, torch_wrong=lambda a, b: a - b),
+                   timer=WallTimer(reps=3), plot=False)
+    slow = result.row("torch_slow_host", 2**10)
+    assert slow.host_ms >= 2.0 and slow.isolated_ms >= slow.host_ms
+    assert result.row("torch", 2**10).host_ms < 2.0
+    assert result.row("torch_wrong", 2**10).host_ms is None  # a mismatch is not timed, on either clock
+    head = _text_header(repr(result))
+    assert head[3:6] == ["median ms", "host ms", "isolated ms"]
+    for row in result.rows:  # on CPU the wall time holds the host time: set device times as a GPU would see them
+        row.ms_median = row.host_ms and row.host_ms * 2
+    slow.ms_median = slow.host_ms / 2  # a kernel of half the host's time
+    line = next(line for line in repr(result).splitlines() if line.startswith("torch_slow_host "))
+    assert line.split()[-1] == "host-bound" and not result.row("torch", 2**10).host_bound
+    assert repr(result).split("marks:")[0].count("host-bound") == 1
+    cells = [dict(zip(heads, row)) for _, heads, rows in _tables(result._repr_html_()) for row in rows
+             if row[0] == "torch_slow_host"]
+    assert [c["note"] for c in cells] == ["host-bound", "host-bound", "", ""]
+    assert "host ms" in cells[0] and "isolated ms" in cells[0]
+    frame = result.to_dataframe()
+    assert {"host_ms", "isolated_ms"} <= set(frame.columns)
+
+
+def test_a_timer_without_host_figures_leaves_their_columns_out():
+    class EventsOnly:
+        def __init__(self):
+            self.inner = WallTimer(reps=2)
+
+        def time(self, *args, **kwargs):
+            return self.inner.time(*args, **kwargs)
+
+    result = bench(race_with(), timer=EventsOnly(), plot=False)
+    assert result.row("torch", 2**10).ms_median and result.row("torch", 2**10).host_ms is None
+    assert "host ms" not in _text_header(repr(result))
 
 
 def test_rows_carry_the_medians_interval_and_vs_ref_marks_a_tie():

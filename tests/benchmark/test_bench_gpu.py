@@ -105,3 +105,24 @@ def test_saves_csv_and_png_for_this_gpu(tmp_path, monkeypatch):
     slug = labmagic.device_slug()
     assert result.csv_path == tmp_path / "results" / slug / "bench" / "test_gpu.csv"
     assert result.csv_path.exists() and result.png_path.exists()
+
+
+def test_host_figures_mark_a_host_bound_variant_and_not_a_device_bound_one():
+    """500 us of Python before a 2^12-element add is host-bound; torch's own add of 2^26 elements (~0.2 ms of memory
+    traffic, ~10 us to launch) is not, and its isolated latency waits for the kernel."""
+    import time
+
+    import torch
+
+    def torch_slow_host(a, b):
+        time.sleep(0.0005)
+        return torch.add(a, b)
+
+    result = bench(_race({"torch_slow_host": torch_slow_host}, [2**12, 2**26]), save=False, plot=False)
+    slow = result.row("torch_slow_host", 2**12)
+    assert slow.status == "ok" and slow.ms_median < 0.05  # the device time: the sleep is not the kernel's
+    assert slow.host_ms >= 0.5 and slow.isolated_ms >= slow.host_ms and slow.host_bound
+    big = result.row("torch", 2**26)
+    assert big.status == "ok" and big.host_ms < big.ms_median and not big.host_bound
+    assert big.isolated_ms >= 0.9 * big.ms_median  # synchronized after the call: the kernel is in it
+    assert "host-bound" in repr(result)

@@ -113,17 +113,17 @@ def test_no_check_shapes_warns_and_claims_no_error_bound():
     assert any("no check_shapes: nothing was checked" in note for note in predicted.notes)
     assert "nothing was checked" in repr(predicted)
     for name in ("torch", "torch_wrong"):
-        assert predicted.row(name, 8).max_rel_err is None  # not 0.0: nothing was compared
+        assert predicted.row(name, 8).err_over_tol is None  # not 0.0: nothing was compared
     timed = bench(race(check_shapes=[]), timer=WallTimer(reps=2), plot=False)
     assert any("nothing was checked" in note for note in timed.notes)
     wrong = timed.row("torch_wrong", 8)
-    assert wrong.status == "mismatch" and wrong.max_rel_err is None
+    assert wrong.status == "mismatch" and wrong.err_over_tol is None
 
 
 def test_without_check_nothing_is_claimed_and_nothing_is_warned():
     result = bench(race(check_shapes=[]), check=False)
     assert not any("nothing was checked" in note for note in result.notes)
-    assert result.row("torch_wrong", 8).status == "predicted" and result.row("torch_wrong", 8).max_rel_err is None
+    assert result.row("torch_wrong", 8).status == "predicted" and result.row("torch_wrong", 8).err_over_tol is None
 
 
 # -- outputs on the wrong device --------------------------------------------------------------------

@@ -14,7 +14,7 @@ from labmagic.timing import WallTimer
 
 REQUIRED = [
     "chapter", "variant", "backend", "shape", "dtype", "status", "ms_median", "ms_min", "ms_max", "tflops", "gbps",
-    "sol_pct", "vs_ref", "predicted_ms", "peak_mem_bytes", "alloc_retries", "sdpa_backend", "max_rel_err", "timer",
+    "sol_pct", "vs_ref", "predicted_ms", "peak_mem_bytes", "alloc_retries", "sdpa_backend", "err_over_tol", "timer",
     "gpu", "driver", "cuda", "torch", "triton", "jax", "git_commit", "source_hash", "timestamp",
 ]
 

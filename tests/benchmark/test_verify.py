@@ -47,11 +47,11 @@ def test_each_variant_gets_its_verdict_and_the_shape_it_failed_at():
         ("torch", PASS), ("twice", PASS), ("wrong", "mismatch"), ("broken", "error"), ("poisoned", "mismatch")]
     assert result.shapes == ["3", "31"]
     wrong = result.row("wrong")
-    assert wrong.shape == "31" and wrong.max_rel_err > 0.01 and "at 31:" in wrong.reason
+    assert wrong.shape == "31" and wrong.err_over_tol > 1 and "at 31:" in wrong.reason
     broken = result.row("broken")
     assert broken.shape == "3" and "ValueError: index out of range on purpose" in broken.reason
     assert result.row("poisoned").shape == "3" and "NaN/inf" in result.row("poisoned").reason
-    assert result.row("twice").max_rel_err == 0.0 and result.row("twice").reason == ""
+    assert result.row("twice").err_over_tol == 0.0 and result.row("twice").reason == ""
     assert result.failed and result.checked
 
 
@@ -61,6 +61,8 @@ def test_the_text_table_has_fixed_columns_and_says_needs_gpu_once():
     text = repr(result)
     lines = text.splitlines()
     assert lines[0] == "test_verify: correctness on check shapes 3, 31 (float32) on no GPU"
+    assert lines[1] == ("err / tol: the worst |out - ref| / (atol + rtol |ref|) with rtol=0.0001, atol=1e-05; "
+                        "pass at or below 1")
     header = next(line for line in lines if line.startswith("variant"))
     rows = {line.split()[0]: line for line in lines if line.split() and line.split()[0] in ("torch", "gpu_a", "wrong")}
     for line in rows.values():  # every row's status starts in the header's status column
@@ -70,6 +72,27 @@ def test_the_text_table_has_fixed_columns_and_says_needs_gpu_once():
     assert lines[-1] == "FAILED: 1 pass, 2 needs GPU, 1 MISMATCH"
     html = result._repr_html_()
     assert html.count("<tr") == 5 and 'style="color:#b00"' in html and "at 31:" in html
+
+
+def test_the_error_column_is_a_fraction_of_the_tolerance_not_a_relative_error():
+    """Off by half of atol where the reference is exactly 0: a relative error there is astronomical (chapter 07 showed
+    "max rel err 8.35e+03" beside "pass"); as a fraction of the tolerance it is 0.5, and past the tolerance above 1."""
+    def make_inputs(n):
+        x = torch.randn(n)
+        return x, -x  # the reference, x + (-x), is 0 everywhere
+
+    def off_by(amount):
+        return lambda a, b: (a + b) + amount
+
+    result = verify(Race(chapter="test_verify", variants={"torch": torch_add, "half": off_by(0.5e-5),
+                                                           "over": off_by(1.4e-5)},
+                         ref="torch", make_inputs=make_inputs, shapes=[64], check_shapes=[33]))
+    half, over = result.row("half"), result.row("over")
+    assert half.status == PASS and half.err_over_tol == pytest.approx(0.5, rel=1e-3)
+    assert over.status == "mismatch" and over.err_over_tol == pytest.approx(1.4, rel=1e-3)
+    assert "worst 1.4x the tolerance" in over.reason
+    half_line = next(line for line in repr(result).splitlines() if line.startswith("half "))
+    assert half_line.split()[2:4] == ["pass", "0.5"]
 
 
 def test_all_needs_gpu_is_nothing_checked_not_a_failure():

@@ -207,3 +207,36 @@ echo "========= ERROR SUMMARY: 1 error"
     (f,) = result.findings
     assert (f.kernel, f.line) == ("poke", 4)
     assert f.source_line == "if (i <= n) c[i] = 1.0f;  // line 4 of the cell"
+
+
+def test_a_variant_that_faults_under_the_sanitizer_is_named_with_the_shape_it_ran_at(tmp_path, monkeypatch):
+    """A faulting kernel stops the child before its success record: the error record must still name the shape,
+    or the header reads "cuda_oob at : 3 error(s)" (the race's default, its largest check shape, was never said)."""
+    import json
+    import stat
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in (
+        "%load_ext labmagic\nimport torch, labmagic.benchmark",
+        "def cuda_oob(x):\n    raise RuntimeError('CUDA error: an illegal memory access was encountered')",
+        "race = labmagic.benchmark.Race(chapter='97_oob', variants={'torch': torch.neg, 'cuda_oob': cuda_oob},\n"
+        "    ref='torch', make_inputs=lambda n: (torch.ones(n),), shapes=[64], check_shapes=[(3,), (7,)])",
+        "%bench race")]
+    nb = tmp_path / "97_oob.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("""#!/bin/sh
+shift 6
+"$@"
+echo "========= Invalid __global__ write of size 4 bytes"
+echo "=========     at oob+0x80 in cell:4"
+echo "========= ERROR SUMMARY: 3 errors"
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_COMPUTE_SANITIZER", str(fake))
+    result = sanitizer_run.sanitize_variant(str(nb), "cuda_oob")
+    assert result.child_error.startswith("RuntimeError: CUDA error: an illegal memory access")
+    assert result.shape == "7"  # the largest check shape, which the child chose
+    assert repr(result).splitlines()[0] == "compute-sanitizer memcheck: 97_oob / cuda_oob at 7: 3 error(s) in 1 place(s)"
+    explicit = sanitizer_run.sanitize_variant(str(nb), "cuda_oob", "2**5")
+    assert explicit.shape == "32"

@@ -134,24 +134,42 @@ def test_a_broken_sweep_record_is_refused_naming_it(tmp_path, record):
     assert "chapter changed since the sweep of 2026-11-01" in results_page.render(root)
 
 
-def test_a_csv_from_before_the_interval_columns_is_refused_until_upgraded(tmp_path, capsys):
+@pytest.mark.parametrize("version", [0, 1], ids=["before the intervals", "before the host times"])
+def test_a_csv_an_earlier_labmagic_wrote_reads_with_its_missing_columns_empty(tmp_path, capsys, version):
+    """Old sweeps (and old revisions, for --compare) still read: the columns they lack are empty, nothing invented;
+    max_rel_err, which meant a relative error, is not read as err_over_tol. --upgrade rewrites them."""
     from labmagic.store.schema import EARLIER_COLUMNS
 
-    old = EARLIER_COLUMNS[-1]
+    old = EARLIER_COLUMNS[version]
     path = tmp_path / CSV
     path.parent.mkdir(parents=True)
     row = dict.fromkeys(old, "") | dict(chapter="01_vector_add", variant="torch", backend="torch", shape="4096",
-                                        dtype="float32", status="ok", ms_median="0.5", ms_min="0.4", ms_max="0.9")
+                                        dtype="float32", status="ok", ms_median="0.5", ms_min="0.4", ms_max="0.9",
+                                        max_rel_err="8350", timer="cuda_event")
     path.write_text(",".join(old) + "\n" + ",".join(row[c] for c in old) + "\n")
-    with pytest.raises(LabError, match=r"earlier labmagic .*ms_ci_low.*labmagic results --upgrade"):
-        catalog.load(tmp_path)
-    assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) == 0
-    assert "01_vector_add.csv: upgraded" in capsys.readouterr().out
-    df = catalog.load(tmp_path)
-    assert df["ms_median"].tolist() == [0.5] and df["ms_max"].tolist() == [0.9]
-    assert df["ms_ci_low"].isna().all() and df["samples"].isna().all()  # nothing invented for the old rows
+    for df in (catalog.load(tmp_path), None):
+        if df is None:
+            assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) == 0
+            assert "01_vector_add.csv: upgraded" in capsys.readouterr().out
+            assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
+            df = catalog.load(tmp_path)
+        assert df["ms_median"].tolist() == [0.5] and df["ms_max"].tolist() == [0.9]
+        assert df["timer"].tolist() == ["cuda_event"] and df["variant"].tolist() == ["torch"]
+        assert df["host_ms"].isna().all() and df["isolated_ms"].isna().all() and df["err_over_tol"].isna().all()
+        assert "max_rel_err" not in df.columns
     assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) == 0  # a current CSV is left alone
     assert "upgraded" not in capsys.readouterr().out
     path.write_text("chapter,variant,ms\n01_vector_add,torch,1\n")
     assert cli.main(["results", "--upgrade", "--root", str(tmp_path)]) != 0
     assert "neither labmagic.store.schema.COLUMNS nor an earlier one" in capsys.readouterr().err
+
+
+def test_a_short_line_under_an_earlier_header_is_refused_naming_it(tmp_path):
+    from labmagic.store.schema import EARLIER_COLUMNS
+
+    old = EARLIER_COLUMNS[-1]
+    path = tmp_path / CSV
+    path.parent.mkdir(parents=True)
+    path.write_text(",".join(old) + "\n" + ",".join(["01_vector_add", "torch"] + [""] * (len(old) - 3)) + "\n")
+    with pytest.raises(LabError, match=rf"line 2: {len(old) - 1} fields where the header has {len(old)}"):
+        catalog.load(tmp_path)

@@ -245,3 +245,22 @@ def test_plots_are_redrawn_from_the_csvs(results_repo):
     width = int.from_bytes(after[16:20], "big")  # the IHDR chunk: the figure the book shows, not the 3x2 stand-in
     assert 500 < width <= 1000
     assert bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb").with_suffix(".png").is_file()
+
+
+def test_the_gpu_table_shows_one_eager_calls_host_time_and_marks_host_bound_rows(tmp_path):
+    """Chapter 08's case: a kernel faster on the device than cuBLAS whose eager call spends far longer on the host."""
+    root = scratch_checkout(tmp_path / "repo")
+    base = dict(chapter="08_int8", backend="triton", shape="16x14336x4096", dtype="int8", status="ok", **H200)
+    write_rows(root / "results" / "nvidia-h200" / "bench" / "08_int8.csv", [
+        dict(base, variant="triton_w8a8", ms_median=0.0235, host_ms=0.0815, isolated_ms=0.101),
+        dict(base, variant="torch_bf16", backend="torch", ms_median=0.0333, host_ms=0.0152, isolated_ms=0.0485),
+        dict(base, variant="cuda_old", backend="cuda", ms_median=0.04),  # measured before the host columns
+    ])
+    table = results_pages.gpu_table(catalog.load(root))
+    head, _, *lines = table.splitlines()
+    cells = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]] for line in lines}
+    columns = [c.strip() for c in head.split("|")[1:-1]]
+    host, notes = columns.index("host ms (isolated)"), columns.index("notes")
+    assert cells["triton_w8a8"][host] == "0.0815 (0.101)" and cells["triton_w8a8"][notes] == "host-bound"
+    assert cells["torch_bf16"][host] == "0.0152 (0.0485)" and cells["torch_bf16"][notes] == ""
+    assert cells["cuda_old"][host] == "-" and cells["cuda_old"][notes] == ""

@@ -54,3 +54,20 @@ def test_sanitize_reaches_bench_from_the_flag_or_the_sweep(race_shell, monkeypat
     monkeypatch.setenv(SANITIZE_ENV, env)
     result = race_shell.run(f"%bench shapes_race --no-plot {line}")
     assert ("sanitize needs a GPU: nothing ran under memcheck" in result.notes) is asked
+
+
+@pytest.mark.parametrize("line, nsight_note", [("--timer graph", False), ("--timer events", False),
+                                               ("--timer nsight", True)])
+def test_timer_reaches_bench_and_nsight_is_the_cross_check(race_shell, line, nsight_note):
+    from labmagic.benchmark.nsight_check import NO_GPU_NOTE
+
+    result = race_shell.run(f"%bench shapes_race --no-plot {line}")
+    assert not result.measured  # no GPU: a prediction whatever the timer
+    assert (NO_GPU_NOTE in result.notes) is nsight_note
+
+
+def test_an_unknown_timer_is_refused_by_the_line_parser(race_shell):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="invalid choice: 'cupti'"):
+        race_shell.run("%bench shapes_race --timer cupti")
