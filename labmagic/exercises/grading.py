@@ -450,26 +450,29 @@ def grade_speed(fn, exercise: Exercise, options: Options, rng: random.Random, de
         problem = compare_output(out.tensor, want, out.spec)
         if problem:
             raise Stop(FAIL, f"{label}: the timed calls' `{out.spec.name}` is wrong: {problem}")
-    result.ms = timing.median_ms
-    floor = floor_ms(exercise, slug)
-    if floor is not None and timing.median_ms < 0.95 * floor:
-        raise Stop(REFUSED, f"{timing.median_ms:.4g} ms is below the datasheet floor of {floor:.4g} ms at "
-                            f"{at}: the timed calls skipped work (a result kept from an earlier call)")
+    judge_time(result, timing.median_ms, timing.method, at, bar, floor_ms(exercise, slug), slug)
+
+
+def judge_time(result: Grade, ms: float, method: str, at: str, bar, floor: float | None, slug: str) -> None:
+    """The speed part of the grade: below the datasheet floor is work skipped (refused); no bar for this GPU leaves
+    speed ungraded (correct); otherwise ``pass`` at or under the bar, ``fail`` above it."""
+    result.ms = ms
+    if floor is not None and ms < 0.95 * floor:
+        raise Stop(REFUSED, f"{ms:.4g} ms is below the datasheet floor of {floor:.4g} ms at {at}: the timed calls "
+                            "skipped work (a result kept from an earlier call)")
     if bar is None:
         result.status, result.verdict = CORRECT, "correct on every case"
         result.notes.append(f"speed not graded: no bar measured for {slug} (labmagic calibrate writes the copy "
-                            f"ceiling; the chapter's sweep writes its rungs); timed at {timing.median_ms:.4g} ms")
+                            f"ceiling; the chapter's sweep writes its rungs); timed at {ms:.4g} ms")
         return
     result.bar_ms = bar.ms
-    result.checks.append(f"timed with {timing.method} at {at}: {timing.median_ms:.4g} ms; bar {bar.text}")
-    if timing.median_ms <= bar.ms:
-        result.status = PASS
-        result.verdict = (f"correct, and {timing.median_ms:.4g} ms at {at} meets the bar of "
-                          f"{bar.ms:.4g} ms")
+    result.checks.append(f"timed with {method} at {at}: {ms:.4g} ms; bar {bar.text}")
+    if ms <= bar.ms:
+        result.status, result.verdict = PASS, f"correct, and {ms:.4g} ms at {at} meets the bar of {bar.ms:.4g} ms"
     else:
         result.status = FAIL
-        result.verdict = (f"correct but too slow: {timing.median_ms:.4g} ms at {at} against a bar "
-                          f"of {bar.ms:.4g} ms ({bar.ms / timing.median_ms:.0%} of the speed asked for)")
+        result.verdict = (f"correct but too slow: {ms:.4g} ms at {at} against a bar of {bar.ms:.4g} ms "
+                          f"({bar.ms / ms:.0%} of the speed asked for)")
 
 
 # -- helpers --------------------------------------------------------------------------------------------------------

@@ -48,8 +48,12 @@ def sanitize(jobs: Path, chosen: list[int], grades: list[Grade], tmp: str) -> No
         for grade in grades:
             grade.notes.append(f"not sanitized: compute-sanitizer ran past {TIMEOUT_S} s")
         return
-    log = proc.stdout + "\n" + proc.stderr
-    ran = _records(proc.stdout)
+    judge_findings(proc.stdout + "\n" + proc.stderr, _records(proc.stdout), grades)
+
+
+def judge_findings(log: str, ran: dict[int, dict], grades: list[Grade]) -> None:
+    """Turn memcheck's findings in ``log`` into the grades' verdicts: a finding in a job's own kernel refuses it,
+    quoting the cell line; ``ran`` holds each job's record from the child (its kernels and their sources)."""
     findings, errors = parse_output(log, "memcheck")
     sources = {k: tuple(v) for r in ran.values() for k, v in (r.get("sources") or {}).items()}
     attach_sources(findings, sources)

@@ -16,6 +16,8 @@ imports, and on a GPU :mod:`.kernel_trace` sees the kernels it launched.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -56,8 +58,16 @@ def caller(frame) -> str | None:
     return None
 
 
+@functools.cache
+def _torch_dir() -> str:
+    import torch
+
+    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
 def _inside_torch(filename: str) -> bool:
-    return "/torch/" in filename.replace("\\", "/") or filename.startswith("<frozen")
+    """A frame of torch's own package (a path test, not a substring: a venv may live under /opt/torch/)."""
+    return filename.startswith(_torch_dir()) or filename.startswith("<frozen")
 
 
 def _is_this_module(filename: str) -> bool:

@@ -168,3 +168,85 @@ def test_non_finite_answers_must_match_exactly():
 
 def test_input_names_come_from_the_signature():
     assert input_names(registry.find("online_merge")) == ["m_a", "d_a", "m_b", "d_b", "m", "d"]
+
+
+# -- what a GPU records, read without one --------------------------------------------------------------------------
+
+def _event(name, stream, category="kernel"):
+    from labmagic.device_clock import DeviceEvent
+
+    return DeviceEvent(name, 0.0, 1.0, stream, category)
+
+
+def test_the_trace_refuses_foreign_kernels_other_streams_and_copies():
+    from labmagic.exercises.kernel_trace import problems
+
+    marker = _event("void at::cuda::(anonymous namespace)::spin_kernel(long)", 7)
+    own = {"scale_add_kernel", "copy_float4_kernel"}
+    clean = [marker, _event("scale_add_kernel", 7), _event("void at::native::vectorized_elementwise_kernel<4, "
+                                                          "at::native::FillFunctor<float>>(...)", 7)]
+    assert problems(clean, own) == ([], [])
+    foreign = problems([marker, _event("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", 7)], own)[0]
+    assert foreign and foreign[0].startswith("launches kernels that are not its own: sm90_xmma_gemm")
+    elsewhere = problems([marker, _event("scale_add_kernel", 13)], own)[0]
+    assert elsewhere == ["launches work on another stream (13, not the current stream 7): work must be ordered on "
+                         "the caller's stream"]
+    copied = problems([marker, _event("Memcpy DtoD (Device -> Device)", 7, "gpu_memcpy")], own)[0]
+    assert copied and copied[0].startswith("copies memory (Memcpy DtoD")
+    assert "no marker kernel" in problems([_event("scale_add_kernel", 7)], own)[1][0]
+
+
+def test_a_kernels_name_matches_as_a_whole_word():
+    from labmagic.exercises.kernel_trace import is_own
+
+    assert is_own("void softmax_online_kernel<float>(float const*, float*, int)", {"softmax_online_kernel"})
+    assert not is_own("my_kernel_v2", {"my_kernel"}) and not is_own("add", {"scale_add"})
+
+
+def test_the_time_is_held_to_the_floor_and_the_bar():
+    from labmagic.exercises.bars import BarValue
+    from labmagic.exercises.grading import Stop, judge_time
+    from labmagic.exercises.verdict import Grade
+
+    bar = BarValue(ms=1.0, reference_ms=0.9, text="at n=8: 1 ms or less")
+    passed = Grade("copy_float4")
+    judge_time(passed, 0.8, "cuda_event", "n=8", bar, 0.5, "nvidia-h200")
+    assert (passed.status, passed.ms, passed.bar_ms) == ("pass", 0.8, 1.0)
+    slow = Grade("copy_float4")
+    judge_time(slow, 1.25, "cuda_event", "n=8", bar, 0.5, "nvidia-h200")
+    assert slow.status == "fail" and "(80% of the speed asked for)" in slow.verdict
+    unmeasured = Grade("copy_float4")
+    judge_time(unmeasured, 0.8, "cuda_event", "n=8", None, 0.5, "nvidia-l4")
+    assert unmeasured.status == "correct" and "no bar measured for nvidia-l4" in unmeasured.notes[0]
+    with pytest.raises(Stop) as stop:
+        judge_time(Grade("copy_float4"), 0.1, "cuda_event", "n=8", bar, 0.5, "nvidia-h200")
+    assert stop.value.status == "refused" and "below the datasheet floor of 0.5 ms" in stop.value.verdict
+
+
+MEMCHECK = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at copy_float4_kernel+0xb0 in cell:8
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Address 0x7f3c2a010ffc is out of bounds
+=========
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_a_memcheck_finding_refuses_the_job_whose_kernel_it_names():
+    from labmagic.exercises.sanitize_pass import judge_findings
+    from labmagic.exercises.verdict import Grade
+
+    source = "%%cuda_kernel\n" + "\n".join(f"// line {i}" for i in range(2, 8)) + "\n    out[n + 4096] = 1.f;\n"
+    ran = {0: {"event": "ran", "kernels": ["copy_float4_kernel"], "shape": "100003",
+               "sources": {"copy_float4_kernel": [source, 2]}},
+           1: {"event": "ran", "kernels": ["scale_add_kernel"], "shape": "7", "sources": {}},
+           2: {"event": "error", "error": "RuntimeError: no"}}
+    grades = [Grade("copy_float4", status="pass"), Grade("scale_add", status="pass"), Grade("add_bf16", status="pass")]
+    judge_findings(MEMCHECK, ran, grades)
+    assert grades[0].status == "refused"
+    assert grades[0].verdict.startswith("writes or reads outside its buffers at 100003: memcheck: Invalid __global__ "
+                                        "write of size 4 bytes in copy_float4_kernel at cell line 8")
+    assert grades[1].status == "pass" and "memcheck at 7: clean" in grades[1].checks[-1]
+    assert grades[2].status == "pass" and "not sanitized" in grades[2].notes[0]
