@@ -1,7 +1,8 @@
 """``labmagic exercise [CHAPTER [NAME]] [--all] [--solution]``: grade exercises from the command line.
 
 - no arguments: list the chapters' exercises;
-- ``CHAPTER``: grade every exercise of the chapter; ``CHAPTER NAME``: one; ``--all``: every chapter's;
+- ``CHAPTER``: grade every exercise of the chapter; ``CHAPTER NAME``: one; ``--all``: every chapter's, or with
+  ``CHAPTER`` every one of that chapter's, and on a GPU write their grades (a long run can go chapter by chapter);
 - the cells come from the chapter's exercise notebook ``book/exercises/<chapter>.ipynb`` (what the reader saved),
   from ``--notebook PATH`` (a copy kept elsewhere), or with ``--solution`` from ``book/solutions/``.
 
@@ -20,8 +21,8 @@ from ..errors import LabError
 def add_arguments(parser) -> None:
     parser.add_argument("chapter", nargs="?", help="chapter number, stem or name (01, 01_vector_add, vector_add)")
     parser.add_argument("name", nargs="?", help="one exercise of the chapter (default: all of them)")
-    parser.add_argument("--all", action="store_true", help="every chapter's exercises; on a GPU, write the grades "
-                                                           "to results/<gpu>/exercises.csv")
+    parser.add_argument("--all", action="store_true", help="every exercise (of CHAPTER, when given); on a GPU, write "
+                                                           "the grades to results/<gpu>/exercises.csv")
     parser.add_argument("--solution", action="store_true", help="grade the solutions in book/solutions/")
     parser.add_argument("--notebook", type=Path, default=None,
                         help="grade the marked cells of this notebook instead of book/exercises/<chapter>.ipynb")
@@ -38,12 +39,14 @@ def run(args) -> int:
     if not args.chapter and not args.all:
         print(listing())
         return 0
-    if args.all and (args.chapter or args.name):
-        raise LabError("--all grades every chapter's exercises: name no chapter or exercise with it")
+    if args.all and args.name:
+        raise LabError("--all grades every exercise (of a chapter, when one is named): name no exercise with it")
     if args.solution and args.notebook:
         raise LabError("--solution and --notebook name two different sources: give one")
-    exercises = list(registry.all_exercises()) if args.all else (
-        [registry.find(args.name, args.chapter)] if args.name else registry.in_chapter(args.chapter))
+    if args.name:
+        exercises = [registry.find(args.name, args.chapter)]
+    else:
+        exercises = registry.in_chapter(args.chapter) if args.chapter else list(registry.all_exercises())
     grades = grade(exercises, args)
     from ..display.exercise_view import summary_table
 

@@ -22,7 +22,7 @@ def test_no_arguments_lists_the_exercises(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["exercise", "99"], "no chapter '99' has exercises"),
     (["exercise", "01", "no_such"], "no exercise 'no_such' in chapter 01_vector_add"),
-    (["exercise", "--all", "01"], "--all grades every chapter's exercises"),
+    (["exercise", "--all", "01", "copy_float4"], "--all grades every exercise (of a chapter, when one is named)"),
     (["exercise", "01", "--solution", "--notebook", "x.ipynb"], "--solution and --notebook"),
 ])
 def test_bad_arguments_are_one_line(capsys, argv, message):
