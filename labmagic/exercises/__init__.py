@@ -17,4 +17,9 @@ The data flows through these modules, in this order:
 - :mod:`.grading`: one submission graded in-process (in a child), into a :class:`.verdict.Grade`.
 - :mod:`.judge_child` is that child; :mod:`.judge` starts it, gives every call a time limit, survives a crash or a
   hang, and adds compute-sanitizer's verdict on a GPU (:mod:`.sanitize_pass`).
+
+In CI (``pytest tests book --nbval-lax``) each exercise notebook runs as a reader first opens it: the stubs compile
+and define their functions. A grading cell never raises (a failing stub is a grade, shown), but each one starts a
+grading process (about five seconds on a CPU), so all of them carry ``nbval-skip`` except chapter 01's first, which
+proves ``%exercise`` inside a real notebook kernel; tests/exercises/ grades every stub and solution in two batches.
 """
