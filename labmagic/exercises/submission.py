@@ -100,4 +100,7 @@ def from_notebook(path: Path | str, exercise: str) -> Submission:
 def from_session(shell, exercise: str) -> Submission:
     """The submission for ``exercise`` among the cells run so far in ``shell`` (an IPython shell), as typed."""
     history = list(getattr(shell.history_manager, "input_hist_raw", []) or [])
-    return from_cells([h for h in history if isinstance(h, str)], exercise, "this notebook's session")
+    try:
+        return from_cells([h for h in history if isinstance(h, str)], exercise, "this notebook's session")
+    except LabError as exc:
+        raise LabError(f"{exc}; run the exercise's cells, then grade them") from None
