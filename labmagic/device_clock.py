@@ -25,11 +25,14 @@ DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 @dataclass(frozen=True)
 class DeviceEvent:
-    """One activity on the device: name, start and end in microseconds of the device clock."""
+    """One activity on the device: name, start and end in microseconds of the device clock; the CUDA stream it ran
+    on (CUPTI's stream id) and its trace category (``kernel``, ``gpu_memcpy``, ``gpu_memset``), where known."""
 
     name: str
     start_us: float
     end_us: float
+    stream: int | None = None
+    category: str = ""
 
 
 def read_trace(path: str | Path) -> list[DeviceEvent]:
@@ -46,7 +49,10 @@ def device_events(trace_events: list[dict]) -> list[DeviceEvent]:
         if ev.get("ph") != "X" or ev.get("cat", "").lower() not in DEVICE_CATEGORIES:
             continue
         start = float(ev["ts"])
-        found.append(DeviceEvent(str(ev.get("name", "")), start, start + float(ev.get("dur", 0.0))))
+        stream = (ev.get("args") or {}).get("stream")
+        found.append(DeviceEvent(str(ev.get("name", "")), start, start + float(ev.get("dur", 0.0)),
+                                 int(stream) if isinstance(stream, (int, float)) else None,
+                                 ev.get("cat", "").lower()))
     return sorted(found, key=lambda e: e.start_us)
 
 

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
+import yaml
 
 from labmagic.cli import book as site
 
@@ -47,10 +48,23 @@ def scratch_checkout(dest: Path, *, with_chapters: bool = True, with_results: bo
             shutil.copy(path, dest / "book" / path.name)
         elif path.is_dir() and (with_chapters or path.name in SITE_FOLDERS) and not path.name.startswith((".", "_")):
             shutil.copytree(path, dest / "book" / path.name)
+    if not with_chapters:
+        drop_toc_parts(dest / "_toc.yml", "book/exercises/")
     if with_results and (ROOT / "results").is_dir():
         shutil.copytree(ROOT / "results", dest / "results", dirs_exist_ok=True)
     (dest / "results").mkdir(exist_ok=True)
     return dest
+
+
+def drop_toc_parts(toc: Path, folder: str) -> None:
+    """Leave out of a scratch book's table of contents the parts whose pages live in ``folder``: the exercise
+    notebooks link to the book's real chapters, which a scratch book of tiny chapters does not have, so they are not
+    copied, and a toc glob that matches nothing is a warning (an error in the strict build)."""
+    data = yaml.safe_load(toc.read_text())
+    data["parts"] = [part for part in data["parts"]
+                     if not any(str(entry.get("glob", entry.get("file", ""))).startswith(folder)
+                                for entry in part.get("chapters", []))]
+    toc.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def write_chapter(path: Path, *code_cells: str, title: str = "A tiny chapter") -> Path:

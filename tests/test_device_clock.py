@@ -67,3 +67,14 @@ def test_read_trace_keeps_device_work_only(tmp_path):
     events = read_trace(path)
     assert [e.name for e in events] == [EVICT, SPIN, "loop_add_fusion", SPIN]
     assert events[2].end_us - events[2].start_us == pytest.approx(50.0)
+
+
+def test_an_event_keeps_its_stream_and_category():
+    """The exercise judge reads which stream each kernel ran on, and which records are copies."""
+    events = device_events([
+        {"ph": "X", "cat": "kernel", "name": SPIN, "ts": 10.0, "dur": 1.0, "args": {"stream": 7, "device": 0}},
+        {"ph": "X", "cat": "Kernel", "name": "mine", "ts": 12.0, "dur": 3.0, "args": {"stream": 13}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 16.0, "dur": 2.0},
+    ])
+    assert [(e.name, e.stream, e.category) for e in events] == [
+        (SPIN, 7, "kernel"), ("mine", 13, "kernel"), ("Memcpy DtoD (Device -> Device)", None, "gpu_memcpy")]

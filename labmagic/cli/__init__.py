@@ -27,6 +27,8 @@ COMMANDS = {
               "one Markdown table per shape"),
     "profile": ("labmagic.cli.profile", "profile a chapter's variants with Nsight Compute"),
     "sanitize": ("labmagic.cli.sanitize", "run a chapter's variants under compute-sanitizer"),
+    "exercise": ("labmagic.cli.exercise",
+                 "grade the book's exercises (a chapter's, one, or --all; --solution grades book/solutions/)"),
     "results": ("labmagic.cli.results",
                 "what results/ holds; --stale lists stale rows; --readme regenerates README's table"),
 }

@@ -11,9 +11,10 @@ import sys
 from ..compiler import faults
 from ..errors import LabError
 
-#: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize, %triton_panel, %%dsl.
+#: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize, %triton_panel, %%dsl,
+#: %exercise.
 MAGIC_MODULES = ("labmagic.magics.cuda_kernel", "labmagic.magics.bench_magic", "labmagic.magics.tool_magics",
-                 "labmagic.magics.triton_magic", "labmagic.magics.dsl_magic")
+                 "labmagic.magics.triton_magic", "labmagic.magics.dsl_magic", "labmagic.magics.exercise_magic")
 
 
 def _show_lab_error(shell, etype, value, tb, tb_offset=None):
