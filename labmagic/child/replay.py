@@ -164,12 +164,28 @@ def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=N
                 first = source.strip().splitlines()[0][:80]
                 raise LabError(
                     f"replaying {path.name}: {label} (`{first}`) raised "
-                    f"{type(error).__name__}: {error}", detail=captured.stderr[-2000:])
+                    f"{type(error).__name__}: {error}{_skipped_hint(notebook, label, error)}",
+                    detail=captured.stderr[-2000:])
     finally:
         os.chdir(cwd)
     ip.user_ns["__bench_line__"] = bench_line
     ip.user_ns["__chapter_path__"] = str(path)
     return ip.user_ns
+
+
+def _skipped_hint(notebook: dict, label: str, error: BaseException) -> str:
+    """For a name a replayed cell could not find: the cells before it that the replay skipped for their
+    ``no-replay`` tag, where such a name is often defined."""
+    if not isinstance(error, NameError) or not label.startswith("code cell "):
+        return ""
+    upto, number, skipped = int(label.rsplit(" ", 1)[1]), 0, []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        number += 1
+        if number < upto and NO_REPLAY_TAG in cell.get("metadata", {}).get("tags", []):
+            skipped.append(str(number))
+    return f" (skipped before it, tagged {NO_REPLAY_TAG}: code cell {', '.join(skipped)})" if skipped else ""
 
 
 def _is_race(obj) -> bool:

@@ -103,8 +103,11 @@ def run(args) -> int:
     if not record.get("ok"):
         if record.get("bad_input"):
             raise LabError(record["error"])
-        error = record.get("error") or f"the child died (exit code {proc.returncode})"
-        raise LabError(f"labmagic bench {notebook.stem}: {error}", detail=log_tail(proc.stderr))
+        if record:  # the child's own account (a replayed cell's error carries that cell's output), not its traceback
+            error = str(record.get("error")).removeprefix("LabError: ")
+            raise LabError(f"labmagic bench {notebook.stem}: {error}", detail=record.get("detail") or "")
+        raise LabError(f"labmagic bench {notebook.stem}: the child died (exit code {proc.returncode})",
+                       detail=log_tail(proc.stderr))
     for race in record["races"]:
         print(race["text"] + "\n")
     if not record["races"]:

@@ -128,3 +128,17 @@ def test_replay_through_a_later_race_passes_the_bench_cells_before_it(tmp_path):
     assert "x = 1\nif x:\n    r = None\npass\nafter = r" in cells and "%bench race --no-plot" not in "".join(cells)
     assert not any("must not run" in c for c in cells) and any(c.startswith("late = ") for c in cells)
     assert replay_cells(nb)[1] == "%bench race --no-plot"  # without names: the first %bench, as before
+
+
+def test_a_name_a_skipped_cell_defines_is_said_with_the_cells_skipped(tmp_path):
+    """Chapter 08 tags the cells that define race_w8a8's variants no-replay: a replay that needs them fails on a
+    NameError, and the message says which cells the replay skipped."""
+    path = _notebook(tmp_path)
+    nb = json.loads(path.read_text())
+    nb["cells"][4]["source"] = "SKIPPED_NAME = 1"  # the no-replay cell (code cell 4) defines it now
+    nb["cells"][6]["source"] = "x = SKIPPED_NAME\n" + nb["cells"][6]["source"]  # code cell 6 needs it
+    path.write_text(json.dumps(nb))
+    _, record = _child("--chapter", str(path), "--mode", "list")
+    assert record["ok"] is False
+    assert record["error"].endswith("raised NameError: name 'SKIPPED_NAME' is not defined (skipped before it, tagged "
+                                    "no-replay: code cell 4)")
