@@ -17,6 +17,10 @@ Limits, by design:
   checked) in every child.
 - Papermill parameters can be overridden (``parameters={"size": "quick"}``): they are injected right
   after the cell tagged ``parameters``, as papermill does.
+- A race benched after the first ``%bench`` (chapter 08's ``race_w8a8``) is reached by naming it: with
+  ``through=["race_w8a8"]`` the replay runs past the ``%bench`` cells before it (their ``%bench`` lines not run,
+  the rest of such a cell run) and stops at the cell that benches the last race named. :func:`benched_races`
+  lists the races a chapter's ``%bench`` lines name, for a caller to check a name before replaying anything.
 - Cell output is captured and dropped; a cell that raises stops the replay with the cell's number and
   error, since later cells would only fail in confusing ways.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import LabError
@@ -34,25 +39,49 @@ from .protocol import check_param_name
 
 NO_REPLAY_TAG = "no-replay"
 _BENCH = re.compile(r"^\s*(?:\w+\s*=\s*)?%bench\b(.*)$", re.M)
+#: A ``%bench`` line, its indentation and the name it assigns to, for :func:`_not_run`.
+_UNBENCHED = re.compile(r"^([ \t]*)(?:(\w+)\s*=\s*)?%bench\b.*$", re.M)
 #: Cells that would start a child of their own (a child replaying them would recurse).
 _EXPLAIN = re.compile(r"^\s*(?:\w+\s*=\s*)?%(?:ncu|sanitize)\b", re.M)
 
 
-def replay_cells(notebook: dict, parameters: dict[str, Any] | None = None) -> tuple[list[str], str | None]:
+def replay_cells(notebook: dict, parameters: dict[str, Any] | None = None,
+                 through: Sequence[str] | None = None) -> tuple[list[str], str | None]:
     """The code to run (cell sources, in order) and the ``%bench`` line that ended the replay (or None).
 
     Skips markdown, empty cells, cells tagged ``no-replay`` and cells running ``%ncu``/``%sanitize``
-    (each would start a child of its own); stops *before* the first cell that contains ``%bench``.
+    (each would start a child of its own); stops *before* the first cell that contains ``%bench``, or with
+    ``through``, before the cell that benches the last of those races, the ``%bench`` lines before it left out.
     ``parameters`` become one assignment cell after the ``parameters`` cell.
     """
-    numbered, bench = _replay(notebook, parameters)
+    numbered, bench = _replay(notebook, parameters, through)
     return [source for _, source in numbered], bench
 
 
-def _replay(notebook: dict, parameters: dict[str, Any] | None) -> tuple[list[tuple[str, str]], str | None]:
+def bench_race_name(line: str) -> str | None:
+    """The race a ``%bench`` line names (its first argument that is not an option), or None."""
+    m = _BENCH.search(line)
+    tokens = [t for t in m.group(1).split() if not t.startswith("-")] if m else []
+    return tokens[0] if tokens else None
+
+
+def benched_races(notebook: dict) -> list[str]:
+    """The races a chapter's ``%bench`` lines name, in order (each once)."""
+    names = []
+    for cell in notebook.get("cells", []):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") == "code":
+            names += [bench_race_name(m.group(0)) for m in _BENCH.finditer(source)]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _replay(notebook: dict, parameters: dict[str, Any] | None,
+            through: Sequence[str] | None = None) -> tuple[list[tuple[str, str]], str | None]:
     """Like :func:`replay_cells`, each source with the label the reader finds it by (``code cell 4``)."""
     cells: list[tuple[str, str]] = []
     injected = parameters is None
+    pending = set(through or ())
     number = 0
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") != "code":
@@ -63,7 +92,10 @@ def _replay(notebook: dict, parameters: dict[str, Any] | None) -> tuple[list[tup
         tags = cell.get("metadata", {}).get("tags", [])
         bench = _BENCH.search(source)
         if bench:
-            return _with_parameters(cells, parameters, injected), bench.group(0).strip()
+            pending -= {bench_race_name(m.group(0)) for m in _BENCH.finditer(source)}
+            if not through or not pending:
+                return _with_parameters(cells, parameters, injected), bench.group(0).strip()
+            source = _UNBENCHED.sub(_not_run, source)  # on the way to a later race: this one is not run
         if NO_REPLAY_TAG in tags or not source.strip() or _EXPLAIN.search(source):
             continue
         cells.append((f"code cell {number}", source))
@@ -71,6 +103,12 @@ def _replay(notebook: dict, parameters: dict[str, Any] | None) -> tuple[list[tup
             cells.append(("injected parameters", _assignments(parameters)))
             injected = True
     return _with_parameters(cells, parameters, injected), None
+
+
+def _not_run(m: re.Match) -> str:
+    """A ``%bench`` line the replay passes: ``pass`` at its indentation, or its result name bound to None."""
+    indent, name = m.group(1), m.group(2)
+    return f"{indent}{name} = None" if name else f"{indent}pass"
 
 
 def _assignments(parameters: dict[str, Any]) -> str:
@@ -96,8 +134,10 @@ def code_cell(name_or_path, contains: str) -> str:
     raise LabError(f"{path.name} has no code cell containing {contains!r}")
 
 
-def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=None) -> dict:
-    """Execute a chapter notebook's code up to its ``%bench`` cell; return the namespace.
+def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=None,
+                 through: Sequence[str] | None = None) -> dict:
+    """Execute a chapter notebook's code up to its ``%bench`` cell (with ``through``, the ``%bench`` cell of the last
+    of those races; see :func:`replay_cells`); return the namespace.
 
     Runs in a real IPython ``InteractiveShell`` (``shell``, else the process's singleton) with
     ``%load_ext labmagic``, in the notebook's folder (papermill runs chapters with ``book/`` as the
@@ -109,7 +149,7 @@ def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=N
 
     path = chapter_path(name_or_path)
     notebook = json.loads(path.read_text())
-    cells, bench_line = _replay(notebook, parameters)
+    cells, bench_line = _replay(notebook, parameters, through)
     ip = shell or InteractiveShell.instance()
     cwd = os.getcwd()
     os.chdir(path.parent)
@@ -124,12 +164,28 @@ def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=N
                 first = source.strip().splitlines()[0][:80]
                 raise LabError(
                     f"replaying {path.name}: {label} (`{first}`) raised "
-                    f"{type(error).__name__}: {error}", detail=captured.stderr[-2000:])
+                    f"{type(error).__name__}: {error}{_skipped_hint(notebook, label, error)}",
+                    detail=captured.stderr[-2000:])
     finally:
         os.chdir(cwd)
     ip.user_ns["__bench_line__"] = bench_line
     ip.user_ns["__chapter_path__"] = str(path)
     return ip.user_ns
+
+
+def _skipped_hint(notebook: dict, label: str, error: BaseException) -> str:
+    """For a name a replayed cell could not find: the cells before it that the replay skipped for their
+    ``no-replay`` tag, where such a name is often defined."""
+    if not isinstance(error, NameError) or not label.startswith("code cell "):
+        return ""
+    upto, number, skipped = int(label.rsplit(" ", 1)[1]), 0, []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        number += 1
+        if number < upto and NO_REPLAY_TAG in cell.get("metadata", {}).get("tags", []):
+            skipped.append(str(number))
+    return f" (skipped before it, tagged {NO_REPLAY_TAG}: code cell {', '.join(skipped)})" if skipped else ""
 
 
 def _is_race(obj) -> bool:
@@ -144,11 +200,7 @@ def find_race(namespace: dict, name: str | None = None):
     """The race a chapter benchmarks: ``name``, else the one its ``%bench`` line names, else the only
     race in the namespace."""
     if name is None:
-        line = namespace.get("__bench_line__") or ""
-        m = _BENCH.search(line) if line else None
-        if m:
-            tokens = [t for t in m.group(1).split() if not t.startswith("-")]
-            name = tokens[0] if tokens else None
+        name = bench_race_name(namespace.get("__bench_line__") or "")
     if name is not None:
         race = namespace.get(name)
         if race is None or not _is_race(race):

@@ -154,17 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .replay import find_race, load_chapter
 
-        namespace = load_chapter(args.chapter, parameters=params or None)
         if args.mode == "bench":
             from ..benchmark.chapter_bench import BadInput, BenchSpec, run_spec
 
+            spec = BenchSpec.read(args.spec)  # its races decide how far the chapter is replayed
+            namespace = load_chapter(args.chapter, parameters=params or None, through=spec.races or None)
             try:
-                record = run_spec(namespace, BenchSpec.read(args.spec))
+                record = run_spec(namespace, spec)
             except BadInput as exc:
                 _report({"ok": False, "error": str(exc), "bad_input": True})
                 return 2
             _report({**record, "ok": True})
             return 0
+        namespace = load_chapter(args.chapter, parameters=params or None)
         race = find_race(namespace, args.race)
         if args.mode == "list":
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,

@@ -6,16 +6,18 @@
     labmagic bench 08 --check                  # the correctness pass alone
 
 The chapter is replayed in a child process, as ``labmagic profile`` replays it (:mod:`labmagic.child.replay`: its
-code cells up to its first ``%bench``); the child runs each named race as ``%bench`` does and writes its rows to the
-chapter's CSV through the same writer (:mod:`labmagic.benchmark.chapter_bench`), and this process prints what it
-sends back. A child keeps the chapter's CUDA context, its namespace and a kernel that faults out of this process,
-which reports them in one line, and it is what ``--nsight`` needs anyway (Nsight Compute replays the chapter too).
-A chapter, race, variant or shape that does not exist is one line naming what does, and exit status 2; a variant
-that mismatches or raises makes it 1.
+code cells up to its first ``%bench``, or with ``--race``, up to the ``%bench`` of the last race named, so chapter
+08's ``race_w8a8`` is reached past the races benched before it); the child runs each named race as ``%bench`` does
+and writes its rows to the chapter's CSV through the same writer (:mod:`labmagic.benchmark.chapter_bench`), and this
+process prints what it sends back. A child keeps the chapter's CUDA context, its namespace and a kernel that faults
+out of this process, which reports them in one line, and it is what ``--nsight`` needs anyway (Nsight Compute replays
+the chapter too). A chapter, race, variant or shape that does not exist is one line naming what does, and exit status
+2; a variant that mismatches or raises makes it 1.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from ..benchmark.chapter_bench import MODE, BenchSpec
 from ..child.protocol import child_env, child_record, log_tail, param_arg, param_args, parse_params
+from ..child.replay import benched_races
 from ..child.worker import parse_shape
 from ..errors import LabError
 from ..paths import chapter_path, check_race_name, check_variant_name, repo_root
@@ -73,9 +76,20 @@ def bench_command(notebook: Path, spec_file: Path, params: dict) -> list[str]:
             "--spec", str(spec_file), *param_args(params)]
 
 
+def check_races(notebook: Path, races: list[str]) -> None:
+    """Each named race is one the chapter's ``%bench`` lines run (read from the file: no child is started to say
+    so); the child replays the chapter as far as the last of them (:func:`labmagic.child.replay.load_chapter`)."""
+    benched = benched_races(json.loads(notebook.read_text(encoding="utf-8")))
+    unknown = [r for r in dict.fromkeys(races) if r not in benched]
+    if unknown:
+        raise LabError(f"{notebook.stem} has no race {', '.join(map(repr, unknown))} "
+                       f"(races its %bench lines run: {', '.join(benched) or 'none'})")
+
+
 def run(args) -> int:
     notebook = chapter_path(args.chapter)  # a chapter that does not exist: one line naming those that do
     spec = spec_of(args)
+    check_races(notebook, spec.races)
     params = parse_params(args.param)
     if args.quick:
         params["size"] = "quick"
@@ -89,8 +103,11 @@ def run(args) -> int:
     if not record.get("ok"):
         if record.get("bad_input"):
             raise LabError(record["error"])
-        error = record.get("error") or f"the child died (exit code {proc.returncode})"
-        raise LabError(f"labmagic bench {notebook.stem}: {error}", detail=log_tail(proc.stderr))
+        if record:  # the child's own account (a replayed cell's error carries that cell's output), not its traceback
+            error = str(record.get("error")).removeprefix("LabError: ")
+            raise LabError(f"labmagic bench {notebook.stem}: {error}", detail=record.get("detail") or "")
+        raise LabError(f"labmagic bench {notebook.stem}: the child died (exit code {proc.returncode})",
+                       detail=log_tail(proc.stderr))
     for race in record["races"]:
         print(race["text"] + "\n")
     if not record["races"]:

@@ -105,3 +105,40 @@ def test_shape_tokens(tokens, shape):
     from labmagic.child.worker import parse_shape
 
     assert parse_shape(tokens) == shape
+
+
+def test_replay_through_a_later_race_passes_the_bench_cells_before_it(tmp_path):
+    """Chapter 08 benches race_w8a8 after four other races: naming it replays past their %bench lines (not run, the
+    rest of their cells run) and stops at its own."""
+    path = _notebook(tmp_path)
+    nb = json.loads(path.read_text())
+    nb["cells"][-1:] = [
+        _cell("x = 1\nif x:\n    r = %bench decoy\n%bench race\nafter = r"),
+        _cell("late = labmagic.benchmark.Race(chapter='99_tiny', variants={'torch': added}, ref='torch',\n"
+              "    make_inputs=lambda n: (torch.randn(n),), shapes=[(8,)])"),
+        _cell("%bench late"),
+        _cell('raise RuntimeError("cells after the last named race must not run")'),
+    ]
+    path.write_text(json.dumps(nb))
+    from labmagic.child.replay import benched_races
+
+    assert benched_races(nb) == ["race", "decoy", "late"]
+    cells, bench = replay_cells(nb, through=["late", "race"])
+    assert bench == "%bench late"
+    assert "x = 1\nif x:\n    r = None\npass\nafter = r" in cells and "%bench race --no-plot" not in "".join(cells)
+    assert not any("must not run" in c for c in cells) and any(c.startswith("late = ") for c in cells)
+    assert replay_cells(nb)[1] == "%bench race --no-plot"  # without names: the first %bench, as before
+
+
+def test_a_name_a_skipped_cell_defines_is_said_with_the_cells_skipped(tmp_path):
+    """Chapter 08 tags the cells that define race_w8a8's variants no-replay: a replay that needs them fails on a
+    NameError, and the message says which cells the replay skipped."""
+    path = _notebook(tmp_path)
+    nb = json.loads(path.read_text())
+    nb["cells"][4]["source"] = "SKIPPED_NAME = 1"  # the no-replay cell (code cell 4) defines it now
+    nb["cells"][6]["source"] = "x = SKIPPED_NAME\n" + nb["cells"][6]["source"]  # code cell 6 needs it
+    path.write_text(json.dumps(nb))
+    _, record = _child("--chapter", str(path), "--mode", "list")
+    assert record["ok"] is False
+    assert record["error"].endswith("raised NameError: name 'SKIPPED_NAME' is not defined (skipped before it, tagged "
+                                    "no-replay: code cell 4)")
