@@ -237,7 +237,7 @@ def _number_problem(name: str, text: str, status: str) -> str | None:
     if name in TIMES and status == OK and not 0 < number <= MAX_MS:
         return (f"{name} is {shown(text)} on an ok row: a time is more than 0 and at most {MAX_MS:.0f} ms "
                 f"(a day)")
-    if name == "max_rel_err" and number == math.inf and status != OK:
+    if name == "err_over_tol" and number == math.inf and status != OK:
         return None  # a mismatch whose output held NaN/inf (labmagic.benchmark.checks)
     if not math.isfinite(number):
         return f"{name} is {shown(text)}, not a finite number"

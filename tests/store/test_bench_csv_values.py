@@ -131,11 +131,11 @@ def test_the_rows_writers_write_are_read(tmp_path):
     """The bounds leave every real value alone: a day's time, a mismatch whose output held NaN/inf (its relative
     error is inf), a skipped row without times, a multi-line error message, a 128-character name."""
     rows = [_row("a" * 128, ms_median=MAX_MS, ms_max=MAX_MS), _row("torch", ms_median=0.00394),
-            _row("cuda_wrong", status="mismatch", ms_median="", max_rel_err=float("inf"), error="3 of 4 outputs\nNaN"),
+            _row("cuda_wrong", status="mismatch", ms_median="", err_over_tol=float("inf"), error="3 of 4 outputs\nNaN"),
             _row("pallas", status="skipped", ms_median="", ms_min="", ms_max="", error="above limit 68719476736")]
     write_rows(tmp_path / CSV, rows)
     df = catalog.load(tmp_path)
-    assert len(df) == 4 and df["max_rel_err"].max() == float("inf")
+    assert len(df) == 4 and df["err_over_tol"].max() == float("inf")
     assert "a" * 128 in results_page.render(tmp_path)
 
 
