@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import html
 
+from ..benchmark import roofline
 from ..noise import includes_one
 
 MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "95% CI ms", "min-max ms", "TFLOP/s", "GB/s",
@@ -84,6 +85,10 @@ def _cells(result, row) -> dict[str, str]:
         note = (note + "; " if note else "") + f"{row.alloc_retries} allocator retries"
     if row.below_floor:
         note = (note + "; " if note else "") + "faster than the floor: check the kernel and nbytes/flops"
+    else:
+        roof = roofline.measured_roof(result.ceilings, row.dtype)
+        ahead = roofline.ceiling_passed(row.ceiling_pct, bool(roof and roof.memory_bound(row.flops, row.nbytes)))
+        note = (note + "; " if note and ahead else note) + ahead
     return dict(zip(MEASURED_COLUMNS, [
         row.variant, row.backend, _status(row), median, interval, spread, _num(row.tflops), _num(row.gbps),
         _num(row.sol_pct), _num(row.ceiling_pct), vs_ref, _num(row.predicted_ms, 4),

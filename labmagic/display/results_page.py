@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..benchmark import roofline
 from ..errors import LabError
 from ..noise import includes_one
 from ..store.catalog import check_inside_results, distinct, load, measured_ok
@@ -94,6 +95,35 @@ def provenance(rows: pd.DataFrame) -> str:
     else:
         parts.append("**date** not recorded")
     return " · ".join(parts)
+
+
+def _number(value) -> float | None:
+    """A CSV cell as a float; None for an empty cell (NaN)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def with_floor(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``below_floor`` judged again: a row is flagged when its median is faster than the physical floor,
+    the spec sheet of the GPU its folder names (:func:`labmagic.benchmark.roofline.floor_ms`). The CSV's own flag is
+    not trusted: an earlier labmagic judged against the measured ceiling, and flagged kernels that beat cuBLAS."""
+    if df.empty:
+        return df
+    flags = []
+    for _, row in df.iterrows():
+        floor = roofline.floor_ms(roofline.find_spec(str(row.get("gpu_slug"))), str(row.get("dtype")),
+                                  _number(row.get("flops")), _number(row.get("nbytes")))
+        flags.append(roofline.below_floor(_number(row.get("ms_median")), floor))
+    df["below_floor"] = flags
+    return df
+
+
+def catalog(root: Path) -> pd.DataFrame:
+    """Every row under ``root``'s ``results/``, with its ``stale`` reason and its floor judged again."""
+    return with_floor(with_staleness(load(root), root))
 
 
 def _status_or(row, measured):
@@ -236,11 +266,10 @@ def render(root: Path, doc_dir: str = "book") -> str:
     which also make anchors, classes, links and paths, are checked by :func:`labmagic.store.catalog.load`.
     """
     root = Path(root)
-    df = load(root)
+    df = catalog(root)
     if df.empty:
         return ("\n```{note}\nNo results yet: `results/` holds no bench CSVs. Run `labmagic sweep` on a GPU, "
                 "then rebuild the book.\n```\n")
-    df = with_staleness(df, root)
     out = ["", "## Overview", "", _overview(df), ""]
     first_gpu: set[str] = set()
     for chapter, crows in sorted(df.groupby("chapter")):
@@ -268,6 +297,8 @@ def headline_rows(df: pd.DataFrame) -> list[list]:
     if df.empty:
         return rows
     good = df[measured_ok(df)]
+    if "below_floor" in good.columns:  # a time below physics is no result
+        good = good[good["below_floor"].astype(str) != "True"]
     for (chapter, slug, dtype), grp in sorted(good.groupby(["chapter", "gpu_slug", "dtype"])):
         shape = headline_shape(grp)
         best = grp[grp["shape"].astype(str) == shape].sort_values("ms_median").iloc[0]
@@ -278,8 +309,7 @@ def headline_rows(df: pd.DataFrame) -> list[list]:
 
 
 def headline_markdown(root: Path) -> str:
-    df = with_staleness(load(root), root)
-    rows = headline_rows(df)
+    rows = headline_rows(catalog(root))
     if not rows:
         return "No measurements yet: `results/` holds no bench CSVs (run `labmagic sweep` on a GPU)."
     head = ["chapter", "GPU", "dtype", "shape", "best variant", "median ms", "GB/s", "TFLOP/s", "% of roofline",

@@ -245,3 +245,38 @@ def test_plots_are_redrawn_from_the_csvs(results_repo):
     width = int.from_bytes(after[16:20], "big")  # the IHDR chunk: the figure the book shows, not the 3x2 stand-in
     assert 500 < width <= 1000
     assert bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb").with_suffix(".png").is_file()
+
+
+def _gemm_row(variant, tflops, below_floor, **extra):
+    n = 8192
+    flops, ms = 2 * n**3, 2 * n**3 / (tflops * 1e12) * 1e3
+    return dict(chapter="06_tensor_core_gemm", variant=variant, backend="cuda", shape=f"{n}x{n}x{n}", dtype="bfloat16",
+                status="ok", flops=flops, nbytes=6 * n * n, ms_median=ms, tflops=tflops, below_floor=below_floor,
+                source_hash="f00d", **{**H200, **extra})
+
+
+def test_the_floor_flag_is_judged_again_against_the_spec_sheet_when_read(tmp_path):
+    """A CSV's own ``below_floor`` is not trusted: rows that an earlier labmagic flagged for beating cuBLAS (72-73% of
+    the H200's bf16 peak) show no suspect mark, and the row that passes the spec sheet is flagged though its CSV
+    says it is not; the headline does not pick a row below the floor."""
+    root = scratch_checkout(tmp_path / "repo")
+    write_rows(root / "results" / "nvidia-h200" / "bench" / "06_tensor_core_gemm.csv", [
+        _gemm_row("torch", 694.8, False), _gemm_row("gluon", 726.0, True), _gemm_row("broken_timer", 1190.0, False)])
+    df = results_pages.catalog(root)
+    assert dict(zip(df["variant"], df["below_floor"], strict=True)) == {
+        "torch": False, "gluon": False, "broken_timer": True}
+    table = results_pages.gpu_table(df)
+    flagged = [line for line in table.splitlines() if "suspect" in line]
+    assert len(flagged) == 1 and "broken_timer" in flagged[0]
+    assert "broken_timer" not in results_pages.headline_markdown(root)
+
+
+def test_the_committed_gemm_rows_ahead_of_cublas_are_not_suspect():
+    """Chapter 06's CSV stores ``below_floor=True`` for the kernels ahead of cuBLAS at 8192^3 (the old rule); the
+    Results page judges them again and calls none of them suspect."""
+    csv = ROOT / "results" / "nvidia-h200" / "bench" / "06_tensor_core_gemm.csv"
+    stored = catalog.read_bench_csv(csv, ROOT)
+    assert (stored["below_floor"] == "True").any(), "the committed CSV no longer holds an old flag to judge again"
+    page = results_pages.render(ROOT)
+    section = page[page.index("\n## 06_tensor_core_gemm\n"):page.index("\n## 07_attention\n")]
+    assert "suspect" not in section
