@@ -2,12 +2,14 @@
 
 Formulas render from the MathJax bundled into ``_static/mathjax`` (no CDN); chapter titles carry their number once;
 a wide window shows one search box; the ``%bench`` and ``%ncu`` tables are padded, keep each value on one line, and
-scroll inside the text column rather than running past it.
+scroll inside the text column rather than running past it; no page shows a path of the machine that built the site
+or ran its chapters.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from sitebuild import CHAPTERS, ROOT, build_site
@@ -66,6 +68,29 @@ TABLES_JS = """(() => {
 })()"""
 
 
+#: A path of a machine: an absolute path under a root that holds installations, homes or scratch space (not inside a
+#: URL or a relative link: no letter, digit, dot, slash or colon right before it), or a Python installation folder.
+HOST_PATH = re.compile(r"(?<![\w.:/~-])/(?:home|root|usr|opt|tmp|var|work|mnt|srv|scratch|Users|private|nix|data)/"
+                       r"[^\s\"'<>]*|\b(?:site|dist)-packages\b|\b[A-Z]:\\\\?(?:Users|Program Files)")
+#: Every file of the site a reader can open that holds text from the chapters: pages, their sources, the search index
+#: (the theme's own assets under _static/ are left out).
+PUBLISHED_TEXT = ("*.html", "*.ipynb", "*.md", "*.txt", "*.js")
+
+
+def host_paths(site: Path, also: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """file under the site -> the host paths found in it (and any of the paths ``also`` names)."""
+    found = {}
+    for pattern in PUBLISHED_TEXT:
+        for path in site.rglob(pattern):
+            if "_static" in path.relative_to(site).parts:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            hits = sorted({m.group(0)[:120] for m in HOST_PATH.finditer(text)} | {p for p in also if p in text})
+            if hits:
+                found[path.relative_to(site).as_posix()] = hits
+    return found
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The repository's book, built (the same cached build that the other site tests read)."""
@@ -116,6 +141,29 @@ def test_built_pages_reference_no_remote_script_or_stylesheet(site):
     assert any((site / "_static" / "mathjax").glob("tex-*.js")), "no MathJax bundled into _static/mathjax"
     offenders = [str(p.relative_to(site)) for p in pages if remote.search(p.read_text(encoding="utf-8"))]
     assert pages and not offenders, f"pages loading a script or stylesheet from the network: {offenders[:5]}"
+
+
+def test_no_published_page_shows_a_path_of_a_machine(site):
+    """Warnings, errors and provenance reach the site without the paths of the machine that ran the chapter (an
+    executed notebook's stderr) or built the book."""
+    found = host_paths(site, also=(str(ROOT),))
+    assert not found, "host paths on the site (re-execute those chapters): " + "; ".join(
+        f"{name}: {', '.join(hits[:2])}" for name, hits in sorted(found.items()))
+
+
+def test_the_host_path_check_finds_what_python_prints(tmp_path):
+    """The check above catches a warning as Python prints it, and passes links, URLs and relative paths."""
+    page = tmp_path / "_build" / "html" / "page.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<a href="../_static/x.css">x</a> <a href="https://example.org/home/usr/x">y</a> book/01.ipynb')
+    assert host_paths(page.parent) == {}
+    warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning: x"
+    page.write_text(f"<pre>{warning}</pre>")
+    assert list(host_paths(page.parent)) == ["page.html"]
+    page.write_text("<pre>error in /srv/checkout/results/x.json: y</pre>")
+    assert list(host_paths(page.parent)) == ["page.html"]
+    page.write_text("<pre>error in C:/builds/kl/results/x.json: y</pre>")
+    assert host_paths(page.parent, also=("C:/builds/kl",)) == {"page.html": ["C:/builds/kl"]}
 
 
 def test_chapter_titles_carry_their_number_once(browser, site):
