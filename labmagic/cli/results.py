@@ -2,8 +2,8 @@
 
     labmagic results                 # one line per GPU and chapter: rows, stale rows, last measured
     labmagic results --stale         # every stale row and why; exits 1 when there is any
-    labmagic results --readme        # rewrite README.md's headline table from results/*/bench/*.csv
-    labmagic results --check-readme  # exit 1 when README.md's headline table is not what the data gives
+    labmagic results --readme        # rewrite README.md's generated tables (headline, chapters) from results/
+    labmagic results --check-readme  # exit 1 when README.md's generated tables are not what the data gives
     labmagic results --plots         # redraw every results/<gpu>/bench/<chapter>*.png from its CSV
     labmagic results --upgrade       # rewrite CSVs an earlier labmagic wrote with today's columns
     labmagic results --compare REV   # rows slower or faster beyond their noise than at git revision REV
@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..display import results_page as pages
+from ..display.headline import with_block
 from ..errors import LabError
 from ..paths import repo_root
 from ..store.bench_csv import upgrade
@@ -25,9 +26,10 @@ from ..store.staleness import with_staleness
 def add_arguments(parser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--stale", action="store_true", help="list stale rows (exit status 1 when there are any)")
-    group.add_argument("--readme", action="store_true", help="regenerate README.md's headline table from results/")
+    group.add_argument("--readme", action="store_true",
+                       help="regenerate README.md's generated tables (headline, chapters) from results/ and book/")
     group.add_argument("--check-readme", action="store_true",
-                       help="exit 1 when README.md's headline table differs from what results/ gives")
+                       help="exit 1 when README.md's generated tables differ from what results/ and book/ give")
     group.add_argument("--plots", action="store_true",
                        help="redraw each chapter's plots (results/<gpu>/bench/<chapter>*.png) from its CSV")
     group.add_argument("--upgrade", action="store_true",
@@ -41,12 +43,15 @@ def add_arguments(parser) -> None:
 
 
 def _readme(root: Path) -> tuple[Path, str, str]:
+    """README.md, its text, and its text with every generated block (:func:`results_page.readme_blocks`) redone."""
     path = root / "README.md"
-    text = path.read_text(encoding="utf-8")
-    try:
-        return path, text, pages.with_headline(text, pages.headline_markdown(root))
-    except ValueError:
-        raise LabError(f"{path} has no headline block ({pages.HEADLINE_BEGIN} ... {pages.HEADLINE_END})") from None
+    old = text = path.read_text(encoding="utf-8")
+    for (begin, end), table in pages.readme_blocks(root).items():
+        try:
+            text = with_block(text, begin, end, table)
+        except ValueError:
+            raise LabError(f"{path} has no generated block {begin} ... {end}") from None
+    return path, old, text
 
 
 def redraw_plots(root: Path) -> list[Path]:
@@ -84,14 +89,14 @@ def run(args) -> int:
         path, old, new = _readme(root)
         if new != old:
             path.write_text(new, encoding="utf-8")
-        print(f"{path}: headline table {'updated' if new != old else 'already current'}")
+        print(f"{path}: generated tables {'updated' if new != old else 'already current'}")
         return 0
     if args.check_readme:
         path, old, new = _readme(root)
         if new != old:
-            print(f"{path}: the headline table is out of date: run `labmagic results --readme`")
+            print(f"{path}: the generated tables are out of date: run `labmagic results --readme`")
             return 1
-        print(f"{path}: the headline table matches results/")
+        print(f"{path}: the generated tables match results/ and book/")
         return 0
     df = load(root)
     if df.empty:

@@ -202,3 +202,48 @@ def test_bench_and_ncu_tables_are_padded_and_stay_in_the_column(browser, site, c
             continue
         assert scroller["right"] <= t["columnRight"] + 1, f"{where}: its scroll box runs past the text column: {t}"
         assert t["lastRight"] <= t["visibleRight"] + 1, f"{where}: last column out of reach even scrolled: {t}"
+
+
+#: Each table of the page that a reader sees without unfolding anything: its right edge against the text column's,
+#: its header row and its body rows' cells as text.
+VISIBLE_TABLES_JS = """(() => {
+  const article = document.querySelector('article.bd-article');
+  const a = article.getBoundingClientRect();
+  const columnRight = a.right - parseFloat(getComputedStyle(article).paddingRight);
+  return [...article.querySelectorAll('table')].filter(t => !t.closest('details:not([open])')).map(t => ({
+    right: t.getBoundingClientRect().right, columnRight,
+    head: [...t.querySelectorAll('thead th')].map(c => c.innerText.trim()),
+    rows: [...t.querySelectorAll('tbody tr')].map(r => [...r.children].map(c => c.innerText.trim())),
+    links: [...t.querySelectorAll('tbody a')].map(l => l.getAttribute('href'))}));
+})()"""
+
+
+def test_the_front_page_leads_with_the_books_results(browser, site):
+    """The first table of the front page is the headline: a row per chapter with results, each naming the book's
+    kernel, its figure and what it is compared with; then what every chapter teaches. Both fit the column."""
+    tables = _offline_page(browser, site / "book" / "intro.html", WIDE).evaluate(VISIBLE_TABLES_JS)
+    assert len(tables) >= 2, "the front page has no headline and chapter tables"
+    numbers, teaches = tables[0], tables[1]
+    assert numbers["head"][:4] == ["chapter", "best kernel", "figure", "against"]
+    measured = sorted({p.stem for p in ROOT.glob("results/*/bench/[0-9][0-9]_*.csv")})
+    assert [row[0][:2] for row in numbers["rows"]] == [c[:2] for c in measured]
+    for row in numbers["rows"]:
+        assert re.fullmatch(r"[\d,.]+\s(GB|TFLOP|TOP)/s", row[2]), row
+        assert re.match(r"\d\.\d\dx \S+|\d+% of copy", row[3]), row
+        assert row[1] not in ("torch", "sdpa_cudnn", "sdpa_flash", "torch_int_mm"), f"a library kernel as best: {row}"
+    assert [row[0][:2] for row in teaches["rows"]] == [c.stem[:2] for c in CHAPTERS]
+    assert all(row[1] and row[1] != "-" for row in teaches["rows"]), "a chapter without its one line"
+    assert all(href.endswith(f"{c.stem}.html") for href, c in zip(teaches["links"], CHAPTERS, strict=True))
+    for table in tables:
+        assert table["right"] <= table["columnRight"] + 1, f"a front-page table runs past the column: {table['head']}"
+
+
+def test_results_tables_fit_the_column_without_scrolling(browser, site):
+    """At 1400 px every Results table a reader sees unfolded fits the text column: variant, time, throughput, % of
+    ceiling, vs reference and notes; the other columns and shapes are folded."""
+    tables = _offline_page(browser, site / "book" / "results.html", WIDE).evaluate(VISIBLE_TABLES_JS)
+    assert tables
+    wide = [t["head"] for t in tables if t["right"] > t["columnRight"] + 1]
+    assert not wide, f"Results tables that need sideways scrolling at {WIDE} px: {wide[:3]}"
+    bench = [t for t in tables if t["head"] and t["head"][0] == "variant" and "notes" in t["head"]]
+    assert bench and all(len(t["head"]) == 6 for t in bench)
