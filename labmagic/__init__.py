@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "pallas_call", "target_arch", "torch_device",
-    "triton_panel",
+    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "pallas_call", "race_figure", "target_arch",
+    "torch_device", "triton_panel",
 ]
 
 
@@ -62,6 +62,14 @@ def cubin_panel(*args, **kwargs):
     from .analysis.cubin_panel import cubin_panel as _cubin_panel
 
     return _cubin_panel(*args, **kwargs)
+
+
+def race_figure(chapter, **kwargs):
+    """A chapter's race figure from its CSV in ``results/``: the panels the book names for it, two across, legends of
+    at most eight families (see :func:`labmagic.display.chapters.race_figure`)."""
+    from .display.chapters import race_figure as _race_figure
+
+    return _race_figure(chapter, **kwargs)
 
 
 def __getattr__(name):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..display import results_page as pages
-from ..display.headline import with_block
+from ..display.chapters import with_block
 from ..errors import LabError
 from ..paths import repo_root
 from ..store.bench_csv import upgrade

@@ -4,7 +4,7 @@
 Nothing here measures or writes CSVs: it reads the catalog (:mod:`labmagic.store.catalog`), marks stale rows
 (:mod:`labmagic.store.staleness`), judges each row's floor again (:func:`with_floor`) and renders MyST Markdown.
 :mod:`labmagic.sphinx.fill_results` puts the page into ``book/results.md`` and the headline
-(:mod:`labmagic.display.headline`) onto ``book/intro.md`` at build time, so the published tables are always the data
+(:mod:`labmagic.display.chapters`) onto ``book/intro.md`` at build time, so the published tables are always the data
 in ``results/``, never typed by hand. Each GPU's section shows, per dtype, the shape once in a heading (its axes
 named) and a table that fits the page; the other columns and every other shape fold into a dropdown.
 """
@@ -23,7 +23,7 @@ from ..noise import includes_one
 from ..store.catalog import check_inside_results, distinct, load, measured_ok
 from ..store.schema import OK, OOM, shape_dims, shape_size
 from ..store.staleness import with_staleness
-from . import headline
+from . import chapters
 from .markdown import Markup, md_table, text
 from .race_table import SAME_AS_REF
 
@@ -171,7 +171,7 @@ def _notes_cell(row, ceilings) -> Markup:
 def table_shape(rows: pd.DataFrame, chapter: str, dtype: str) -> str:
     """The shape a GPU's table shows for one dtype: the chapter's headline shape where it was measured in that
     dtype, else the largest problem that passed (:func:`headline_shape`), else the largest one tried."""
-    this = headline.rule(chapter)
+    this = chapters.rule(chapter)
     shapes = set(rows["shape"].astype(str))
     if this.shape in shapes and this.dtype == dtype:
         return this.shape
@@ -181,7 +181,7 @@ def table_shape(rows: pd.DataFrame, chapter: str, dtype: str) -> str:
 
 def shape_heading(chapter: str, dtype: str, shape: str) -> str:
     """``**bfloat16**, 4 x 16 x 4096 x 4096 x 128 (B x H x S_q x S_k x D)``: the table's shape, its axes named."""
-    axes = headline.rule(chapter).axes_of(shape)
+    axes = chapters.rule(chapter).axes_of(shape)
     dims = " x ".join(str(d) for d in shape_dims(shape)) or str(shape)
     return f"**{text(dtype)}**, {text(dims)}" + (f" ({text(axes)})" if axes else "")
 
@@ -220,10 +220,10 @@ def dtype_table(rows: pd.DataFrame, chapter: str, dtype: str, ceilings=None) -> 
     at = rows[rows["shape"].astype(str) == shape]
     good = at[measured_ok(at)]
     spec = roofline.find_spec(str(at["gpu_slug"].iloc[0])) if "gpu_slug" in at.columns and len(at) else None
-    unit = headline.per_second(good.iloc[0], spec)[1] if not good.empty else "GB/s"
+    unit = chapters.per_second(good.iloc[0], spec)[1] if not good.empty else "GB/s"
     measured = "ceiling_pct" in at.columns and at["ceiling_pct"].notna().any()
     pct_head, pct_col = ("% of measured ceiling", "ceiling_pct") if measured else ("% of spec", "sol_pct")
-    refs = headline.race_references(at)
+    refs = chapters.race_references(at)
     body = []
     for _, row in at.iterrows():
         notes = _notes_cell(row, ceilings)
@@ -380,12 +380,12 @@ def ceilings(root: Path, df: pd.DataFrame) -> dict[str, roofline.Ceilings | None
 
 
 def headline_markdown(root: Path, *, link: bool = False) -> str:
-    """The headline table (:mod:`labmagic.display.headline`) over ``root``'s results."""
+    """The headline table (:mod:`labmagic.display.chapters`) over ``root``'s results."""
     df = catalog(root)
-    return headline.headline_markdown(headline.headline_rows(df, ceilings(root, df)), link=Path(root) if link else None)
+    return chapters.headline_markdown(chapters.headline_rows(df, ceilings(root, df)), link=Path(root) if link else None)
 
 
 def readme_blocks(root: Path) -> dict[tuple[str, str], str]:
     """The README's generated blocks, by their (begin, end) markers: the headline and the chapter table."""
-    return {(headline.HEADLINE_BEGIN, headline.HEADLINE_END): headline_markdown(root),
-            (headline.CHAPTERS_BEGIN, headline.CHAPTERS_END): headline.chapters_markdown(root)}
+    return {(chapters.HEADLINE_BEGIN, chapters.HEADLINE_END): headline_markdown(root),
+            (chapters.CHAPTERS_BEGIN, chapters.CHAPTERS_END): chapters.chapters_markdown(root)}

@@ -2,7 +2,7 @@
 
 - ``book/results.md`` gets the Results page: :func:`labmagic.display.results_page.render` over ``results/``.
 - ``book/intro.md``, the front page, gets the book's headline and what each chapter teaches
-  (:mod:`labmagic.display.headline`) between the same markers as the README's generated blocks.
+  (:mod:`labmagic.display.chapters`) between the same markers as the README's generated blocks.
 
 Every bench CSV is a dependency of both pages, and both are rebuilt on every build (new CSVs or a changed chapter can
 make them stale without touching their sources).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sphinx.util import logging
 
-from ..display import headline
+from ..display import chapters
 from ..display.markdown import text
 from ..display.results_page import headline_markdown, render
 from ..errors import LabError
@@ -43,13 +43,13 @@ def _results_body(root: Path) -> str:
 def _intro(root: Path, source: str) -> str:
     """The front page's source with its generated blocks filled (a block whose markers are missing is left out)."""
     try:
-        blocks = {(headline.HEADLINE_BEGIN, headline.HEADLINE_END): headline_markdown(root, link=True),
-                  (headline.CHAPTERS_BEGIN, headline.CHAPTERS_END): headline.chapters_markdown(root, link=True)}
+        blocks = {(chapters.HEADLINE_BEGIN, chapters.HEADLINE_END): headline_markdown(root, link=True),
+                  (chapters.CHAPTERS_BEGIN, chapters.CHAPTERS_END): chapters.chapters_markdown(root, link=True)}
     except LabError as exc:
-        blocks = {(headline.HEADLINE_BEGIN, headline.HEADLINE_END): _unreadable(exc, INTRO_DOC)}
+        blocks = {(chapters.HEADLINE_BEGIN, chapters.HEADLINE_END): _unreadable(exc, INTRO_DOC)}
     for (begin, end), table in blocks.items():
         try:
-            source = headline.with_block(source, begin, end, table)
+            source = chapters.with_block(source, begin, end, table)
         except ValueError:
             continue
     return source

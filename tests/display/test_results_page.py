@@ -11,7 +11,7 @@ import pytest
 from sitebuild import CHAPTERS, ROOT, build_site, page_text, run_command, scratch_checkout
 
 from labmagic.cli import results as results_cli
-from labmagic.display import headline
+from labmagic.display import chapters
 from labmagic.display import results_page as results_pages
 from labmagic.errors import LabError
 from labmagic.store import catalog, staleness
@@ -100,16 +100,16 @@ def test_readme_tables_are_generated_from_the_data(results_repo):
     assert lines[0].startswith("| `01_vector_add` | `cuda_float4` | 4,464\u00a0GB/s | 112% of copy, 2^28 fp32 |")
     assert "no measured copy on nvidia-a100-sxm4-80gb" in lines[1]
     assert not table.rstrip().endswith("|  |") and "| |" not in table  # no empty trailing column
-    chapters = headline.chapters_markdown(results_repo)
-    assert [line.split("|")[1].strip() for line in chapters.splitlines()[2:]] == [f"`{c.stem}`" for c in CHAPTERS]
+    teaches = chapters.chapters_markdown(results_repo)
+    assert [line.split("|")[1].strip() for line in teaches.splitlines()[2:]] == [f"`{c.stem}`" for c in CHAPTERS]
     readme = results_repo / "README.md"
-    readme.write_text(f"# t\n\n{headline.CHAPTERS_BEGIN}\nold\n{headline.CHAPTERS_END}\n\n"
-                      f"{headline.HEADLINE_BEGIN}\nold\n{headline.HEADLINE_END}\n")
+    readme.write_text(f"# t\n\n{chapters.CHAPTERS_BEGIN}\nold\n{chapters.CHAPTERS_END}\n\n"
+                      f"{chapters.HEADLINE_BEGIN}\nold\n{chapters.HEADLINE_END}\n")
     assert run_command(results_cli, ["--check-readme"]) == 1
     assert run_command(results_cli, ["--readme"]) == 0
-    assert table in readme.read_text() and chapters in readme.read_text() and "old" not in readme.read_text()
+    assert table in readme.read_text() and teaches in readme.read_text() and "old" not in readme.read_text()
     assert run_command(results_cli, ["--check-readme"]) == 0
-    readme.write_text(f"# t\n\n{headline.HEADLINE_BEGIN}\n{headline.HEADLINE_END}\n")
+    readme.write_text(f"# t\n\n{chapters.HEADLINE_BEGIN}\n{chapters.HEADLINE_END}\n")
     with pytest.raises(LabError, match="no generated block <!-- results:chapters:begin"):
         run_command(results_cli, ["--check-readme"])
 
@@ -129,7 +129,7 @@ def _headline_of(chapter, rows):
 
     frame = pd.DataFrame([{"chapter": chapter, "gpu_slug": "nvidia-h200", "status": "ok", "below_floor": False,
                            "flops": 1e12, "nbytes": 1e9, "stale": "", **row} for row in rows])
-    return headline.headline(chapter, "nvidia-h200", frame, None)
+    return chapters.headline(chapter, "nvidia-h200", frame, None)
 
 
 def test_attention_is_headlined_against_cudnn_with_a_kernel_of_the_same_kind():

@@ -31,6 +31,8 @@ from ..store.catalog import measured_ok
 from ..store.fingerprint import read_notebook
 from ..store.schema import shape_dims
 from .markdown import Markup, md_table, text
+from .plots import PROBLEM_SIZE, ROW_LENGTH, Panel, RaceFigure, x_axis
+from .plots import race_figure as draw_race_figure
 
 #: Backends of library kernels: a race's reference points, never the book's best kernel.
 LIBRARY_BACKENDS = frozenset({"torch", "sdpa", "cublas"})
@@ -51,11 +53,26 @@ class Chapter:
     against_name: str = ""  #: how the row names that reference: "cuBLAS"
     where: str = ""  #: how the row names the shape and dtype: "8192^3 bf16"
     exclude: str = ""  #: a pattern of variants that are not the headline's kind (07: the causal ones)
+    figure: tuple[Panel, ...] = ()  #: the panels of the chapter's race figure (:func:`race_figure`)
 
     def axes_of(self, shape: str) -> str:
         """``B x H x S_q x S_k x D`` for a shape of five dimensions; '' where the chapter names none."""
         return self.axes.get(len(shape_dims(shape)), "")
 
+
+def _prefill(causal: bool):
+    """07's prefill rows in bf16 at d = 128, causal or not."""
+    return lambda d, row: (row.dtype == "bfloat16" and d.get("S_q", 1) > 1 and d.get("D") == 128
+                           and row.variant.endswith("_causal") == causal)
+
+
+#: Chapter 07's figure: prefill TFLOP/s by sequence length, non-causal and causal; decode's KV-cache bandwidth.
+ATTENTION_FIGURE = (
+    Panel("prefill, d = 128, non-causal", "S_q", "tflops", "sequence length (tokens)", _prefill(False)),
+    Panel("prefill, d = 128, causal", "S_q", "tflops", "sequence length (tokens)", _prefill(True)),
+    Panel("decode, 16 heads of 128", lambda d: d["B"] * d["S_k"], "gbps", "cached tokens, all sequences (B x S_k)",
+          lambda d, row: d.get("S_q") == 1, ceiling=True),
+)
 
 _ROWS_COLS = {2: "rows x cols"}
 _MNK = {3: "M x N x K"}
@@ -83,7 +100,7 @@ CHAPTERS: dict[str, Chapter] = {
     "07_attention": Chapter(
         "FlashAttention forward: FA1, FA2 and the FA3 wgmma schedules, and flash-decoding",
         {5: "B x H x S_q x S_k x D"}, "4x16x4096x4096x128", "bfloat16", "sdpa_cudnn", "cuDNN", "4x4096 d128",
-        exclude=r"_causal$"),
+        exclude=r"_causal$", figure=ATTENTION_FIGURE),
     "08_int8": Chapter(
         "int8: quantize at the copy bandwidth, int8 tensor-core GEMMs, a fused W8A8 linear",
         {**_ROWS_COLS, **_MNK}, "8192x8192x8192", "int8", "torch_int_mm", "cuBLAS int8", "8192^3 int8"),
@@ -93,7 +110,7 @@ CHAPTERS: dict[str, Chapter] = {
 #: (filled when the book is built).
 HEADLINE_BEGIN = "<!-- results:headline:begin (generated from results/: do not edit) -->"
 HEADLINE_END = "<!-- results:headline:end -->"
-CHAPTERS_BEGIN = "<!-- results:chapters:begin (generated from labmagic.display.headline: do not edit) -->"
+CHAPTERS_BEGIN = "<!-- results:chapters:begin (generated from labmagic.display.chapters: do not edit) -->"
 CHAPTERS_END = "<!-- results:chapters:end -->"
 
 
@@ -285,3 +302,42 @@ def with_block(readme: str, begin: str, end: str, table: str) -> str:
         raise ValueError(f"no block {begin} ... {end}")
     return readme[: start + len(begin)] + "\n" + table + "\n" + readme[stop:]
 
+
+
+def default_figure(result) -> tuple[Panel, ...]:
+    """A chapter's figure when its rule names none: one panel per dtype, the bounding throughput (GB/s or TFLOP/s)
+    against problem size, or against row length where the race keeps the size and varies the shape."""
+    xlabel, _ = x_axis(result)
+    spec = result.spec
+    panels = []
+    for dtype in sorted({r.dtype for r in result.rows if r.ms_median}):
+        first = next(r for r in result.rows if r.dtype == dtype and r.ms_median)
+        unit = per_second(first.as_dict(), spec)[1]
+        panels.append(Panel(dtype, "last" if xlabel == ROW_LENGTH else "size",
+                            "gbps" if unit == "GB/s" else "tflops", xlabel if xlabel == ROW_LENGTH else PROBLEM_SIZE,
+                            lambda d, row, dtype=dtype: row.dtype == dtype, ceiling=unit == "GB/s"))
+    return tuple(panels)
+
+
+def race_figure(chapter: str, *, gpu: str | None = None, root: Path | None = None,
+                panels: tuple[Panel, ...] | None = None) -> RaceFigure:
+    """A chapter's race figure from ``results/<gpu>/bench/<chapter>.csv`` (the book's GPU where it has one, else the
+    first GPU that measured the chapter), with the panels its rule names (:data:`CHAPTERS`) unless given: the one
+    call a chapter's plot cell makes, ``labmagic.race_figure("07_attention")``."""
+    from ..benchmark.race import load_result
+    from ..paths import check_chapter_name, repo_root
+
+    check_chapter_name(chapter)
+    root = Path(root or repo_root())
+    found = {p.parent.parent.name: p for p in sorted(root.glob(f"results/*/bench/{chapter}.csv"))}
+    if not found:
+        return RaceFigure(chapter, message=f"{chapter}: no measured rows yet: run the races on a GPU")
+    slug = gpu or (BOOK_GPU if BOOK_GPU in found else next(iter(found)))
+    if slug not in found:
+        raise LabError(f"{chapter}: no results from {gpu!r} (results/*/bench/{chapter}.csv: {', '.join(found)})")
+    ceilings = roofline.load_ceilings(slug, root / "results" / slug / "ceilings.json")
+    result = load_result(found[slug], ceilings=ceilings)
+    this = rule(chapter)
+    axes = {n: names.split(" x ") for n, names in this.axes.items()}
+    return draw_race_figure(result, panels or this.figure or default_figure(result), axes=axes,
+                            title=f"{chapter} on {result.device}")
