@@ -34,6 +34,7 @@ from ..dsl import DSLUnavailable
 from ..errors import LabError, NoGPUError
 from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
+from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
 from . import checks, roofline
 from .race import JAX_BACKENDS, BenchResult, Race
@@ -287,6 +288,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
                                 spec=spec, ceilings=ceilings, oom_at=oom_at, notes=notes))
     result = BenchResult(race.chapter, rows, measured, gpu_name() or ("cpu" if measured else "no GPU"),
                          spec, ceilings, notes=notes)
+    manifest.note_rows(rows)  # in a sweep, what the race found goes into the chapter's run record
     if measured:
         _stamp(result, race, names, plot)
     if save is None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import LabError
 from ..paths import repo_root
 from ..runtime import device_slug, driver_devices
-from ..store.manifest import up_to_date
+from ..store.manifest import freshness, up_to_date
 from .chapter_result import ChapterResult, check_kind, publish
 from .checkout import driver_commit
 from .papermill_run import Outcome, write_reference
@@ -276,8 +276,9 @@ class _Sweep:
         outcomes, todo = [], []
         for notebook in self.chapters:
             for kind in self.kinds:
-                if not self.force and up_to_date(notebook, kind, self.size):
-                    outcomes.append(Outcome(notebook.stem, "skipped", kind, details={"reason": "up to date"}))
+                fresh, why = freshness(notebook, kind, self.size)
+                if not self.force and fresh:
+                    outcomes.append(Outcome(notebook.stem, "skipped", kind, details={"reason": why}))
                 else:
                     todo.append((notebook, kind))
         if not self.quiet:

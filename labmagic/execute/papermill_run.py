@@ -26,7 +26,7 @@ from pathlib import Path
 from ..paths import atomic_write, repo_root, results_dir
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
-from ..store.manifest import notebook_hash, write_manifest
+from ..store.manifest import RUN_ROWS_ENV, notebook_hash, variant_counts, write_manifest
 from .tether import tethered
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
@@ -167,6 +167,8 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     started = time.monotonic()
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     running_notebook, running_log = _temporary(output), _temporary(log_path)
+    running_rows = _temporary(output.with_suffix(".rows"))  # what the chapter's races found (manifest.note_rows)
+    env[RUN_ROWS_ENV] = str(running_rows)
     try:
         cmd = papermill_command(notebook, running_notebook, size if inject_size else None, timeout)
         code, last_error = _execute(cmd, env, notebook, running_log, children, on_cell)
@@ -179,7 +181,7 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
             "chapter": notebook.stem, "status": status, "size": size, "input_hash": input_hash, "started": when,
             "seconds": round(seconds, 2), "error": error, "device": slug,
             "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
-            "python": sys.version.split()[0],
+            "python": sys.version.split()[0], "variants": variant_counts(running_rows),
         }
         if running_notebook.stat().st_size:  # papermill can fail before it writes one: keep the previous one then
             record["notebook_hash"] = notebook_hash(running_notebook)
@@ -189,6 +191,7 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     finally:
         running_notebook.unlink(missing_ok=True)
         running_log.unlink(missing_ok=True)
+        running_rows.unlink(missing_ok=True)
     return Outcome(notebook.stem, status, slug, seconds, error, str(output), gpu)
 
 
@@ -239,14 +242,20 @@ def _execute(cmd: list[str], env: dict, notebook: Path, log_path: Path, children
 def write_reference(executed: Path, target: Path) -> None:
     """Copy an executed notebook into ``book/`` without papermill's per-run timing metadata (smaller diffs), with
     the kernel metadata that JupyterLab writes (:func:`normalise_kernel_metadata`)."""
-    nb = json.loads(executed.read_text(encoding="utf-8"))
+    nb = without_run_metadata(json.loads(executed.read_text(encoding="utf-8")))
+    normalise_kernel_metadata(nb)
+    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def without_run_metadata(nb: dict) -> dict:
+    """``nb`` (changed in place, and returned) without papermill's per-run metadata: timings, and the absolute paths
+    of the notebook it read and wrote, which name folders of the machine that ran it."""
     nb.get("metadata", {}).pop("papermill", None)
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
-    normalise_kernel_metadata(nb)
-    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return nb
 
 
 def normalise_kernel_metadata(nb: dict) -> dict:
