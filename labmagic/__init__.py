@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call", "target_arch",
+    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call", "race_figure",
+    "target_arch",
     "torch_device", "triton_panel",
 ]
 
@@ -71,6 +72,14 @@ def kernel(chapter, name, race=None, parameters=None):
     from .execute.library import kernel as _kernel
 
     return _kernel(chapter, name, race=race, parameters=parameters)
+
+
+def race_figure(chapter, **kwargs):
+    """A chapter's race figure from its CSV in ``results/``: the panels the book names for it, two across, legends of
+    at most eight families (see :func:`labmagic.display.chapters.race_figure`)."""
+    from .display.chapters import race_figure as _race_figure
+
+    return _race_figure(chapter, **kwargs)
 
 
 def __getattr__(name):

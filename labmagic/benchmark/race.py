@@ -165,10 +165,16 @@ class BenchResult:
 
 
 def load_result(csv_path, spec=None, ceilings=None) -> BenchResult:
-    """A chapter's CSV as a :class:`BenchResult` (for plots and tables drawn from ``results/``)."""
+    """A chapter's CSV as a :class:`BenchResult` (for plots and tables drawn from ``results/``). The floor and its
+    flag are judged again against the spec sheet of the GPU the rows name: a CSV's own ``below_floor`` may come from
+    an earlier rule (or another machine) and is not trusted."""
     raw = bench_csv.read_rows(csv_path)
     rows = [row_from_cells(r) for r in raw]
     device = raw[0].get("gpu", "?") if raw else "?"
     timers = ", ".join(sorted({r.timer for r in rows if r.timer and r.timer != "-"})) or "-"
-    return BenchResult(rows[0].chapter if rows else "", rows, True, device,
-                       spec or roofline.find_spec(device), ceilings, timer=timers, csv_path=csv_path)
+    spec = spec or roofline.find_spec(device)
+    for row in rows:
+        row.predicted_ms = roofline.floor_ms(spec, row.dtype, row.flops, row.nbytes)
+        row.below_floor = roofline.below_floor(row.ms_median, row.predicted_ms)
+    return BenchResult(rows[0].chapter if rows else "", rows, True, device, spec, ceilings, timer=timers,
+                       csv_path=csv_path)

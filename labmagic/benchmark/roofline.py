@@ -1,10 +1,11 @@
 """Rooflines: what a GPU can do at best, from its spec sheet and from our own measurement.
 
 Two ceilings are kept apart on purpose. The *spec* peak (this table) is what the vendor promises and
-what a chapter's "% of SOL" is measured against; no kernel reaches it. The *measured* ceiling
-(``results/<gpu>/ceilings.json``, written by ``labmagic calibrate``) is what a plain device-to-device
-copy and a cuBLAS matmul actually reach on this machine; it is the honest floor for "could anything be
-faster?", and a time below it is flagged rather than celebrated.
+what a chapter's "% of SOL" is measured against; no kernel reaches it, so it is also the *physical floor*
+(:func:`floor_ms`): a time below it means a broken timer or a wrong count of FLOPs or bytes, and is flagged
+rather than celebrated. The *measured* ceiling (``results/<gpu>/ceilings.json``, written by ``labmagic
+calibrate``) is what a plain device-to-device copy and a cuBLAS matmul actually reach on this machine: a
+library's result, not physics, so a kernel may beat it (a GEMM ahead of cuBLAS reads above 100% of it, a win).
 
 Spec numbers are dense (no 2:4 sparsity), tensor-core throughput with FP32 accumulation where the
 vendor distinguishes, and the fp32 entry is the CUDA-core (non tensor-core) rate. Units: bandwidth in
@@ -231,3 +232,31 @@ def measured_roof(ceilings: Ceilings | None, dtype: str) -> Roof | None:
     if ceilings is None:
         return None
     return Roof(ceilings.bandwidth_gbps, ceilings.peak_tflops(dtype), "measured")
+
+
+def ceiling_passed(ceiling_pct: float | None, bound_by_memory: bool) -> str:
+    """The note for a row above 100% of the measured ceiling (a win, not an error): what it beat. ''; one that does
+    not pass it."""
+    if ceiling_pct is None or ceiling_pct != ceiling_pct or ceiling_pct <= 100:
+        return ""
+    beaten = "the measured memory ceiling (copy, add, read)" if bound_by_memory else "cuBLAS's measured matmul"
+    return f"ahead of {beaten}"
+
+
+#: How far below the physical floor a time may land before it is flagged: the timer's own noise (a median of
+#: microsecond-scale calls), not a margin for kernels, which cannot pass the spec sheet.
+FLOOR_SLACK = 0.02
+
+
+def floor_ms(spec: GpuSpec | None, dtype: str, flops: float | None, nbytes: float | None) -> float | None:
+    """The physical floor: the time to move ``nbytes`` at the spec sheet's bandwidth or do ``flops`` at its peak
+    rate for ``dtype``, whichever is longer. Never a race's ``sol`` nor a measured ceiling: those are targets and
+    library results, and an honest kernel can pass them. None for a GPU the table does not know."""
+    roof = spec_roof(spec, dtype) if spec else None
+    return roof.floor_ms(flops, nbytes) if roof else None
+
+
+def below_floor(ms: float | None, floor: float | None) -> bool:
+    """Whether a median of ``ms`` is faster than the physical ``floor`` beyond the timer's noise: impossible, so
+    the measurement (or the race's FLOP and byte counts) is suspect."""
+    return bool(ms and floor and ms < (1 - FLOOR_SLACK) * floor)

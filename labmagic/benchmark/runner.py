@@ -18,7 +18,8 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
    interval of the ratio (:mod:`labmagic.noise`): a ratio whose interval holds 1.00 is a tie in this run, whatever
    its second decimal says.
 3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
-   measured ceilings (``ceiling_pct``); a time below the physical floor is flagged, not celebrated.
+   measured ceilings (``ceiling_pct``, above 100% for a kernel ahead of cuBLAS or the copy); a time below the
+   physical floor, the spec sheet's, is flagged, not celebrated.
 
 With no GPU nothing is timed: the correctness pass runs for what can run on CPU (torch, the Triton
 interpreter, Pallas interpret mode) and the result is a prediction for a target GPU (the H200 unless
@@ -35,15 +36,11 @@ from ..dsl import DSLUnavailable
 from ..errors import LabError, NoGPUError
 from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
+from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
 from . import checks, roofline
 from .race import JAX_BACKENDS, TIMERS, BenchResult, Race
 from .sdpa import mentions_sdpa, sdpa_backend
-
-#: A time this far below the floor is flagged. The measured floor is itself a median of a real kernel,
-#: so a variant that ties the best measured pattern within noise is not suspicious; 2% below it is.
-FLOOR_SLACK = 0.02
-
 
 # -- correctness -------------------------------------------------------------------------------------
 
@@ -246,18 +243,25 @@ def _record(race: Race, name: str, timing, input_sets: list[tuple], row: Row, re
     return timing.times_ms
 
 
-def judge(row: Row, flops, nbytes, spec_roof, meas_roof) -> None:
-    """Fill the derived columns: throughput, % of each roof, the floor and whether we beat it."""
-    floor_roof = meas_roof or spec_roof
-    row.predicted_ms = floor_roof.floor_ms(flops, nbytes) if floor_roof else None
+def judge(row: Row, flops, nbytes, spec: roofline.GpuSpec | None, ceilings: roofline.Ceilings | None,
+          sol=None) -> None:
+    """Fill the derived columns: throughput, % of the spec roof (``sol`` applied) and of the measured ceiling,
+    the physical floor and whether the time beats it.
+
+    The floor is physics: the spec sheet's bandwidth and peak rate for the row's dtype (:func:`roofline.floor_ms`),
+    never the measured ceiling, which is a library's result that a kernel may pass (``ceiling_pct`` above 100).
+    """
+    row.predicted_ms = roofline.floor_ms(spec, row.dtype, flops, nbytes)
     ms = row.ms_median
     if ms is None or ms <= 0:
         return
+    s_roof = roofline.spec_roof(spec, row.dtype, sol, flops=flops, nbytes=nbytes)
+    m_roof = roofline.measured_roof(ceilings, row.dtype)
     row.tflops = flops / (ms * 1e-3) / 1e12 if flops else None
     row.gbps = nbytes / (ms * 1e-3) / 1e9 if nbytes else None
-    row.sol_pct = spec_roof.pct(ms, flops, nbytes) if spec_roof else None
-    row.ceiling_pct = meas_roof.pct(ms, flops, nbytes) if meas_roof else None
-    row.below_floor = bool(row.predicted_ms and ms < (1 - FLOOR_SLACK) * row.predicted_ms)
+    row.sol_pct = s_roof.pct(ms, flops, nbytes) if s_roof else None
+    row.ceiling_pct = m_roof.pct(ms, flops, nbytes) if m_roof else None
+    row.below_floor = roofline.below_floor(ms, row.predicted_ms)
 
 
 def _default_timer(rep_ms, warmup_ms, graph: bool = False):
@@ -319,6 +323,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
                                 spec=spec, ceilings=ceilings, oom_at=oom_at, notes=notes))
     result = BenchResult(race.chapter, rows, measured, gpu_name() or ("cpu" if measured else "no GPU"),
                          spec, ceilings, notes=notes)
+    manifest.note_rows(rows)  # in a sweep, what the race found goes into the chapter's run record
     if measured:
         _stamp(result, race, names, plot)
     if save is None:
@@ -389,8 +394,6 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
     except Exception as exc:  # noqa: BLE001 - the race's own formula failing is this shape's rows, not a crash
         flops = nbytes = None
         work_error = f"flops/nbytes at {shape_str(shape)}: {_describe(exc)}"
-    s_roof = roofline.spec_roof(spec, race.dtype, race.sol, flops=flops, nbytes=nbytes)
-    m_roof = roofline.measured_roof(ceilings, race.dtype)
     shape_rows = {}
     for name in names:
         backend = race.backend(name)
@@ -409,7 +412,7 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
     samples = _run_shape(race, shape, names, shape_rows, timer, oom_at, notes) if measured else {}
     ref_row = shape_rows[race.ref]
     for name, row in shape_rows.items():
-        judge(row, flops, nbytes, s_roof, m_roof)
+        judge(row, flops, nbytes, spec, ceilings, race.sol)
         if row.ms_median and ref_row.ms_median:
             row.vs_ref = ref_row.ms_median / row.ms_median
             if name != race.ref and samples.get(name) and samples.get(race.ref):

@@ -5,7 +5,8 @@ Each worker serves one GPU and advertises it as Dask resources, ``GPU=1,kind-<gp
 is how a sweep's tasks find a GPU of their kind. ``labmagic cluster`` prints the commands (a scheduler, then this
 host's workers); ``labmagic cluster worker --scheduler ADDRESS`` starts the workers: ``dask cuda worker`` (one per
 GPU) where dask-cuda is installed and the GPUs are of one kind, else one ``dask worker`` per GPU with
-``CUDA_VISIBLE_DEVICES`` set; on a host without a GPU, one worker of kind ``cpu``. ``labmagic cluster resources``
+``CUDA_VISIBLE_DEVICES`` set; on a host without a GPU, one worker of kind ``cpu``, which advertises ``kind-cpu=1`` alone
+(no ``GPU=1``: it has none). ``labmagic cluster resources``
 prints the resources alone, for a batch job's worker command (Slurm through dask-jobqueue, see the README). Workers
 run chapters in a scratch copy of the driver's commit, taken from their own checkout (``LABMAGIC_ROOT``) or the
 driver's when they see it.

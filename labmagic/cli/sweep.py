@@ -33,7 +33,7 @@ from ..execute.parallel import parse_gpus, slug_for, summary, sweep
 from ..magics.bench_magic import SANITIZE_ENV, TIMER_ENV
 from ..paths import CHAPTER_GLOB, book_dir, repo_root, select_chapters
 from ..store.compare import since_snapshot, snapshot
-from ..store.manifest import stale_chapters, up_to_date
+from ..store.manifest import freshness, stale_chapters
 
 #: The GPU whose outputs the book shows (``--reference`` refuses other devices). ``LABMAGIC_BOOK_GPU`` overrides.
 BOOK_GPU = "nvidia-h200"
@@ -99,8 +99,9 @@ def run(args) -> int:
     if args.list:
         slug = slug_for(gpus[0])
         for notebook in chapters:
-            state = "up to date" if up_to_date(notebook, slug, size) else "to run"
-            print(f"{notebook.stem}: {state} on {slug}")
+            fresh, why = freshness(notebook, slug, size)
+            state = "up to date" if fresh else "to run"
+            print(f"{notebook.stem}: {state} on {slug} ({why.removeprefix('up to date: ')})")
         return 0
     if args.sanitize:
         os.environ[SANITIZE_ENV] = "1"  # the chapters' kernels inherit it; Bench.sanitize reads it

@@ -9,16 +9,23 @@ own size and an 8 pt label stays 8 pt. Two panels sit on top (latency, roofline)
 legend has the fourth quarter to itself, so sixteen variants cover no data. A race of more variants (chapter 07
 has 28) keeps the ceilings in that quarter and gets a row of its own under the panels for the variants, four to a
 line; the figure grows taller by that row, not narrower.
+
+:func:`race_figure` draws a chapter's own figure from its rows: the panels it names (:class:`Panel`), two across,
+each legend one entry per family of variants (at most :data:`MAX_LEGEND`), fonts of 9 pt at the column's width.
+:func:`labmagic.display.chapters.race_figure` finds a chapter's rows and panels by its name, for a one-line cell.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..paths import atomic_write
-from ..store.schema import shape_dims, shape_size
+from ..store.schema import Row, shape_dims, shape_size
 
 #: Inches and dots per inch of the saved figure: 858 px wide, a little over the 784 px column it is scaled to.
 FIGSIZE = (7.8, 6.0)
@@ -233,3 +240,194 @@ def save_chapter_pngs(result) -> dict[str, Path]:
     variants = [r.variant for r in result.rows]
     return {d: save_png(dataclasses.replace(result, rows=[r for r in result.rows if r.dtype == d], png=None),
                         csv_path.with_suffix(f".{d}.png"), variants) for d in dtypes}
+
+
+# ------------------------------------------------------------------------------------------- a chapter's race figure
+#
+# The chapter's own figure (chapter 07's prefill and decode panels, say), drawn from its CSV by one call instead of
+# sixty lines in a cell. Readable in the book's 784 px column: 7.8 inches at 100 dpi is 780 px, shown at its own
+# size, so a 9 pt font stays 9 pt; at most two panels across; each panel's legend holds at most MAX_LEGEND entries,
+# one per family of variants (the backend: cuda, triton, pallas, sdpa, ...) naming the family's fastest, drawn
+# bold, with the family's other variants drawn thin in the same colour (the Results page lists them all).
+
+#: Width (inches) and resolution of a race figure: 780 px, the book's text column.
+RACE_WIDTH_IN = 7.8
+RACE_DPI = 100
+#: Smallest font on a race figure (ticks, legends), in points at the page's size.
+RACE_FONT_PT = 9
+#: Most entries in a panel's legend (families, the ceiling line included).
+MAX_LEGEND = 8
+#: Height of one row of panels (inches), and of one legend line under it.
+PANEL_HEIGHT_IN = 2.9
+LEGEND_LINE_HEIGHT_IN = 0.2
+
+#: A family's colour: the book's kernels blue, the libraries they race red and black, the DSLs after them.
+FAMILY_COLOURS = {"cuda": "#1f77b4", "triton": "#ff7f0e", "pallas": "#2ca02c", "sdpa": "#d62728",
+                  "torch": "#444444", "cublas": "#8c564b", "gluon": "#9467bd", "helion": "#e377c2",
+                  "tilelang": "#bcbd22", "cutedsl": "#17becf"}
+_OTHER_COLOUR = "#999999"
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of a race figure: which rows it draws, and against what.
+
+    ``x`` is an axis of the chapter's shapes by name (``"S_q"``), a function of the named axes (``lambda d: d["B"] *
+    d["S_k"]``), ``"last"`` (the last dimension: a row's length) or ``"size"`` (elements); ``y`` a row's column
+    (``tflops``, ``gbps``; ``ms_median`` is drawn on a log scale, lower is better); ``keep(dims, row)`` picks the
+    rows; ``ceiling`` draws this GPU's measured copy bandwidth as a level line (for a GB/s panel)."""
+
+    title: str
+    x: str | Callable[[dict[str, int]], float] = "size"
+    y: str = "tflops"
+    xlabel: str = ""
+    keep: Callable[[dict[str, int], Row], bool] | None = None
+    ceiling: bool = False
+
+
+_Y_LABELS = {"tflops": "TFLOP/s", "gbps": "GB/s", "ms_median": "median ms"}
+
+
+@dataclass
+class RaceFigure:
+    """A chapter's race figure, or why there is none; shows itself as a PNG in a notebook."""
+
+    title: str
+    figure: Any = None
+    message: str = ""
+
+    def png(self) -> bytes:
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=RACE_DPI)
+        return buf.getvalue()
+
+    def _repr_png_(self):
+        return self.png() if self.figure is not None else None
+
+    def __repr__(self) -> str:
+        if self.figure is None:
+            return self.message
+        return f"{self.title}: " + "; ".join(ax.get_title() for ax in self.figure.axes if ax.get_title())
+
+
+def _dims(row: Row, axes: Mapping[int, Sequence[str]]) -> dict[str, int]:
+    """The row's shape by the names of its axes (``{"B": 4, "H": 16, ...}``), by position (``d0``, ``d1``...), its
+    ``last`` dimension (a row's length) and its ``size`` in elements."""
+    dims = shape_dims(row.shape)
+    named = dict(zip(axes.get(len(dims), ()), dims))
+    return {**{f"d{i}": d for i, d in enumerate(dims)}, **named, "last": dims[-1] if dims else 0,
+            "size": shape_size(row.shape)}
+
+
+def _x(panel: Panel, dims: dict[str, int]) -> float:
+    return panel.x(dims) if callable(panel.x) else dims[panel.x]
+
+
+def _panel_points(rows: list[Row], panel: Panel, axes: Mapping[int, Sequence[str]]
+                  ) -> dict[str, list[tuple[float, float, Row]]]:
+    """variant -> (x, y, row) of the rows the panel keeps that passed with a time, in x order."""
+    found: dict[str, list[tuple[float, float, Row]]] = {}
+    for row in rows:
+        if row.status != "ok" or not row.ms_median or row.below_floor:
+            continue
+        dims = _dims(row, axes)
+        if panel.keep is not None and not panel.keep(dims, row):
+            continue
+        y = getattr(row, panel.y, None)
+        if y is None or y != y:
+            continue
+        found.setdefault(row.variant, []).append((_x(panel, dims), y, row))
+    for points in found.values():
+        points.sort(key=lambda p: p[0])
+    return found
+
+
+def families(points: dict[str, list[tuple[float, float, Row]]], lower_is_better: bool = False,
+             most: int = MAX_LEGEND) -> tuple[dict[str, tuple[str, list[str]]], list[str]]:
+    """The panel's families (backends), at most ``most``: family -> (its fastest variant at the largest size it
+    reached, its other variants), best family first; and the variants of the families left over."""
+    by_family: dict[str, list[str]] = {}
+    for variant, pts in points.items():
+        by_family.setdefault(pts[0][2].backend, []).append(variant)
+
+    def score(variant):  # the largest x reached, then the value there
+        x, y, _ = points[variant][-1]
+        return (x, -y if lower_is_better else y)
+
+    ranked = []
+    for family, variants in by_family.items():
+        best = max(variants, key=score)
+        ranked.append((score(best), family, best, sorted(v for v in variants if v != best)))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    kept = {family: (best, rest) for _, family, best, rest in ranked[:most]}
+    left = sorted(v for _, _, best, rest in ranked[most:] for v in [best, *rest])
+    return kept, left
+
+
+def _draw_panel(ax, panel: Panel, points, ceilings) -> None:
+    lower = panel.y == "ms_median"
+    room = MAX_LEGEND - (1 if panel.ceiling and ceilings else 0)
+    kept, left = families(points, lower, room if len({p[0][2].backend for p in points.values()}) <= room
+                          else room - 1)
+    palette = dict(FAMILY_COLOURS)
+    for family, (best, rest) in kept.items():
+        colour = palette.get(family, _COLOURS[len(palette) % len(_COLOURS)])
+        palette.setdefault(family, colour)
+        for variant in rest:
+            pts = points[variant]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, linewidth=0.8, alpha=0.4)
+        pts = points[best]
+        label = best + (f" (+{len(rest)} {family})" if rest else "")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, linewidth=1.8, marker="o", markersize=3.5,
+                label=label, zorder=3)
+    for i, variant in enumerate(left):
+        pts = points[variant]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=_OTHER_COLOUR, linewidth=0.8, alpha=0.6,
+                label=f"{len(left)} more variants" if i == 0 else None)
+    if panel.ceiling and ceilings:
+        ax.axhline(ceilings.copy_gbps, color="black", linewidth=0.9, linestyle="--",
+                   label=f"copy ceiling: {ceilings.copy_gbps:,.0f} GB/s")
+    ax.set_xscale("log", base=2)
+    if lower:
+        ax.set_yscale("log")
+    ax.set_title(panel.title, fontsize=RACE_FONT_PT + 1)
+    ax.set_xlabel(panel.xlabel or (panel.x if isinstance(panel.x, str) else "x"), fontsize=RACE_FONT_PT)
+    ax.set_ylabel(_Y_LABELS.get(panel.y, panel.y), fontsize=RACE_FONT_PT)
+    ax.tick_params(which="both", labelsize=RACE_FONT_PT)
+    ax.grid(True, which="both", alpha=0.3)
+    if not points:
+        ax.text(0.5, 0.5, "no rows measured here", transform=ax.transAxes, ha="center", fontsize=RACE_FONT_PT)
+    elif ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=RACE_FONT_PT, frameon=False,
+                  handlelength=1.8, borderaxespad=0.3, labelspacing=0.25)
+
+
+def race_figure(result, panels: Sequence[Panel], *, axes: Mapping[int, Sequence[str]] | None = None,
+                title: str = "") -> RaceFigure:
+    """A chapter's race figure from its measured rows (a :class:`~labmagic.benchmark.race.BenchResult`, e.g.
+    ``load_result(csv)``): ``panels`` two across, each with its own legend of at most :data:`MAX_LEGEND` families
+    under it. ``axes`` names the dimensions of the shapes by their number (``{5: ["B", "H", "S_q", "S_k", "D"]}``)
+    for the panels' ``x`` and ``keep``."""
+    axes = axes or {}
+    from matplotlib.figure import Figure
+
+    title = title or f"{result.chapter} on {result.device}"
+    if not panels:
+        return RaceFigure(title, message=f"{title}: no panels to draw")
+    rows = [r for r in result.rows if r.ms_median]
+    if not rows:
+        return RaceFigure(title, message=f"{title}: no measured rows yet (run the races on a GPU)")
+    drawn = [(panel, _panel_points(rows, panel, axes)) for panel in panels]
+    across = 1 if len(panels) == 1 else 2
+    lines = max(min(MAX_LEGEND, len({p[0][2].backend for p in pts.values()}) + panel.ceiling)
+                for panel, pts in drawn)
+    row_in = PANEL_HEIGHT_IN + LEGEND_LINE_HEIGHT_IN * (lines + 2)
+    down = -(-len(panels) // across)
+    fig = Figure(figsize=(RACE_WIDTH_IN, row_in * down + 0.4), dpi=RACE_DPI, layout="constrained")
+    grid = fig.subplots(down, across, squeeze=False)
+    for ax, (panel, points) in zip(grid.flat, drawn):
+        _draw_panel(ax, panel, points, result.ceilings)
+    for ax in list(grid.flat)[len(panels):]:
+        fig.delaxes(ax)
+    fig.suptitle(f"{title}: bold, each family's fastest; thin, its other variants", fontsize=RACE_FONT_PT + 1)
+    return RaceFigure(title, fig)

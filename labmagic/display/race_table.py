@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import html
 
+from ..benchmark import roofline
 from ..noise import includes_one
 from .markdown import md_table, text
 
@@ -97,6 +98,10 @@ def _cells(result, row) -> dict[str, str]:
         note = (note + "; " if note else "") + f"{row.alloc_retries} allocator retries"
     if row.below_floor:
         note = (note + "; " if note else "") + "faster than the floor: check the kernel and nbytes/flops"
+    else:
+        roof = roofline.measured_roof(result.ceilings, row.dtype)
+        ahead = roofline.ceiling_passed(row.ceiling_pct, bool(roof and roof.memory_bound(row.flops, row.nbytes)))
+        note = (note + "; " if note and ahead else note) + ahead
     return dict(zip(MEASURED_COLUMNS, [
         row.variant, row.backend, _status(row), median, _num(row.host_ms, 4), _num(row.isolated_ms, 4), interval,
         spread, _num(row.tflops), _num(row.gbps),

@@ -1,7 +1,8 @@
 """Sweeps on a Dask cluster (``labmagic sweep --scheduler``): one task per (chapter, GPU kind), each run by a worker
 of that kind, its results stored here as a sweep on this machine stores them.
 
-A worker advertises two Dask resources: ``GPU=1`` and its kind, ``kind-<gpu slug>=1`` (``labmagic cluster worker``
+A worker advertises two Dask resources: ``GPU=1`` and its kind, ``kind-<gpu slug>=1`` (a worker without a GPU, its
+kind alone: ``kind-cpu=1``) (``labmagic cluster worker``
 and the commands ``labmagic cluster`` prints set them; ``--scheduler local`` and ``local-cuda`` set them for the
 workers they start). A task asks for both, so it only ever lands on (and, when its worker is lost, is retried on)
 a worker of its kind, one chapter per GPU at a time. Each worker is also asked which GPU it sees, and a worker
@@ -28,7 +29,7 @@ from pathlib import Path
 from ..errors import LabError
 from ..paths import repo_root
 from ..runtime import device_slug, driver_devices
-from ..store.manifest import up_to_date
+from ..store.manifest import freshness, up_to_date
 from .chapter_result import ChapterResult, check_kind, publish
 from .checkout import driver_commit
 from .papermill_run import Outcome, write_reference
@@ -58,9 +59,15 @@ POLL_S = 2.0
 LOCAL_WORKERS = 2
 
 
+#: The kind of a worker without a GPU: chapters run in CPU mode there.
+CPU_KIND = "cpu"
+
+
 def worker_resources(kind: str) -> dict[str, float]:
-    """The resources a worker of ``kind`` advertises, and a task for that kind asks for."""
-    return {"GPU": 1, f"{KIND_PREFIX}{check_kind(kind)}": 1}
+    """The resources a worker of ``kind`` advertises, and a task for that kind asks for: ``GPU=1`` and the kind
+    (one chapter per GPU at a time); a CPU worker, its kind alone (one chapter at a time), never a GPU it lacks."""
+    own = {f"{KIND_PREFIX}{check_kind(kind)}": 1}
+    return own if kind == CPU_KIND else {"GPU": 1, **own}
 
 
 def resources_text(kind: str) -> str:
@@ -84,7 +91,7 @@ def local_cluster(workers: int = LOCAL_WORKERS, **kwargs):
     if workers < 1:
         raise LabError(f"--workers takes a positive number, not {workers}")
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                        resources=worker_resources("cpu"),
+                        resources=worker_resources(CPU_KIND),
                         env={"LABMAGIC_FORCE_CPU": "1", "CUDA_VISIBLE_DEVICES": ""}, **kwargs)
 
 
@@ -178,7 +185,7 @@ def cluster_kinds(client, where: str) -> dict[str, list[str]]:
         resources = who["resources"]
         advertised = sorted(name[len(KIND_PREFIX):] for name, amount in resources.items()
                             if name.startswith(KIND_PREFIX) and amount >= 1)
-        if not advertised or resources.get("GPU", 0) < 1:
+        if not advertised or (resources.get("GPU", 0) < 1 and advertised != [CPU_KIND]):
             others.append(address)
             continue
         if advertised != [who["kind"]]:
@@ -188,7 +195,7 @@ def cluster_kinds(client, where: str) -> dict[str, list[str]]:
         kinds.setdefault(who["kind"], []).append(address)
     if not kinds:
         raise LabError(f"no worker of the cluster at {where} advertises a GPU kind ({len(others)} worker(s) without "
-                       f"resources GPU=1 and kind-<gpu>=1): start them with `labmagic cluster worker`")
+                       f"resources GPU=1 and kind-<gpu>=1, or kind-cpu=1): start them with `labmagic cluster worker`")
     return kinds
 
 
@@ -282,8 +289,9 @@ class _Sweep:
         outcomes, todo = [], []
         for notebook in self.chapters:
             for kind in self.kinds:
-                if not self.force and up_to_date(notebook, kind, self.size):
-                    outcomes.append(Outcome(notebook.stem, "skipped", kind, details={"reason": "up to date"}))
+                fresh, why = freshness(notebook, kind, self.size)
+                if not self.force and fresh:
+                    outcomes.append(Outcome(notebook.stem, "skipped", kind, details={"reason": why}))
                 else:
                     todo.append((notebook, kind))
         if not self.quiet:

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..paths import atomic_write, repo_root, results_dir, staged_write
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
-from ..store.manifest import content_hash, manifest_path, manifest_text, notebook_problem
+from ..store.manifest import RUN_ROWS_ENV, content_hash, manifest_path, manifest_text, notebook_problem, variant_counts
 from .tether import tethered
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
@@ -170,7 +170,9 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     started = time.monotonic()
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     running_notebook, running_log = _temporary(output), _temporary(log_path)
-    temporaries = [running_notebook, running_log]
+    running_rows = _temporary(output.with_suffix(".rows"))  # what the chapter's races found (manifest.note_rows)
+    env[RUN_ROWS_ENV] = str(running_rows)
+    temporaries = [running_notebook, running_log, running_rows]
     try:
         cmd = papermill_command(notebook, running_notebook, size if inject_size else None, timeout)
         code, last_error, log_error = _execute(cmd, env, notebook, running_log, children, on_cell)
@@ -183,7 +185,7 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
             "chapter": notebook.stem, "status": status, "size": size, "input_hash": input_hash, "started": when,
             "seconds": round(seconds, 2), "error": error, "device": slug,
             "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
-            "python": sys.version.split()[0],
+            "python": sys.version.split()[0], "variants": variant_counts(running_rows),
         }
         if log_error:
             return _unpublished(notebook, slug, seconds, gpu, f"could not write its log ({_why(log_error)})")
@@ -289,14 +291,20 @@ def _close(log) -> OSError | None:
 def write_reference(executed: Path, target: Path) -> None:
     """Copy an executed notebook into ``book/`` without papermill's per-run timing metadata (smaller diffs), with
     the kernel metadata that JupyterLab writes (:func:`normalise_kernel_metadata`)."""
-    nb = json.loads(executed.read_text(encoding="utf-8"))
+    nb = without_run_metadata(json.loads(executed.read_text(encoding="utf-8")))
+    normalise_kernel_metadata(nb)
+    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def without_run_metadata(nb: dict) -> dict:
+    """``nb`` (changed in place, and returned) without papermill's per-run metadata: timings, and the absolute paths
+    of the notebook it read and wrote, which name folders of the machine that ran it."""
     nb.get("metadata", {}).pop("papermill", None)
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
-    normalise_kernel_metadata(nb)
-    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return nb
 
 
 def normalise_kernel_metadata(nb: dict) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import LabError
 from ..runtime import device_slug, driver_devices, gpu_name
-from ..store.manifest import up_to_date
+from ..store.manifest import freshness
 from .papermill_run import STOP_GRACE_S, Children, Outcome, run_chapter, write_reference
 
 
@@ -114,8 +114,9 @@ def sweep(chapters: list[Path], *, size: str = "full", inject_size: bool = False
     slugs = {gpu: slug_for(gpu) for gpu in gpus}
     for notebook in chapters:
         slug = slugs[gpus[0]]
-        if not force and all(up_to_date(notebook, s, size) for s in set(slugs.values())):
-            outcomes.append(Outcome(notebook.stem, "skipped", slug, details={"reason": "up to date"}))
+        verdicts = [freshness(notebook, s, size) for s in sorted(set(slugs.values()))]
+        if not force and all(fresh for fresh, _ in verdicts):
+            outcomes.append(Outcome(notebook.stem, "skipped", slug, details={"reason": verdicts[0][1]}))
         else:
             todo.put(notebook)
     progress = Progress(todo.qsize(), f"sweep {', '.join(sorted(set(slugs.values())))}") if not quiet else None
@@ -235,6 +236,8 @@ def summary(outcomes: list[Outcome], stale: list[str], seconds: float) -> str:
         if o.status == "failed":  # one that raised before papermill ran has no notebook to show
             notebook = f"\n         error notebook: {o.notebook}" if o.notebook else ""
             lines.append(f"  failed {o.chapter}: {o.error}{notebook}")
+        elif o.status == "skipped":  # each one named, with why: `--force` runs it anyway
+            lines.append(f"  skipped {o.chapter}: {o.details.get('reason', 'up to date')} (--force runs it)")
     for o in outcomes:
         if o.details.get("rerun"):  # a sweep on a Dask cluster: a worker lost mid-chapter, a try that raised
             lines.append(f"  re-run {o.chapter}: {o.details['rerun']}")

@@ -1,4 +1,6 @@
-"""The IPython extension: registers every magic and shows labmagic's errors as one line.
+"""The IPython extension: registers every magic and shows labmagic's errors as one line; in a kernel (a notebook,
+papermill), Python warnings as one line too, without the path of the file that raised them
+(:mod:`labmagic.display.warning_line`).
 
 Each magic module exposes ``register(ipython)``; this loader is the only place that knows the list.
 """
@@ -9,6 +11,7 @@ import importlib
 import sys
 
 from ..compiler import faults
+from ..display import warning_line
 from ..errors import LabError
 
 #: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize, %triton_panel, %%dsl,
@@ -45,5 +48,7 @@ def load_ipython_extension(ipython) -> None:
     for name in MAGIC_MODULES:
         importlib.import_module(name).register(ipython)
     ipython.set_custom_exc((LabError, RuntimeError), _show_lab_error)
+    if getattr(ipython, "kernel", None) is not None:  # a Jupyter kernel, whose output a notebook keeps
+        warning_line.install()
     for note in SETUP_NOTES:
         print(f"labmagic: {note}", file=sys.stderr if "before labmagic" in note else sys.stdout)

@@ -1,15 +1,25 @@
 """The sweep's record of each chapter run on each GPU: ``results/<gpu>/notebooks/<chapter>.json``.
 
 ``labmagic sweep`` writes one record per chapter and GPU when a run ends: its status, the size preset, the
-hash of the chapter's sources (:mod:`labmagic.store.fingerprint`) that the run executed, and the hash of the
-executed notebook it published. A failed run keeps, as ``last_passed``, the run that the results still on disk came
-from. These records decide which chapters a sweep skips (up to date) and which stored results are stale.
+hash of the chapter's sources (:mod:`labmagic.store.fingerprint`) that the run executed, the hash of the
+executed notebook it published, the machine that stored it (:func:`machine_id`) and what its races found (how many
+variants passed their check, failed it, needed a GPU or were skipped). A failed run keeps, as ``last_passed``, the
+run that the results still on disk came from. These records decide which chapters a sweep skips (up to date) and
+which stored results are stale.
+
+A record is this machine's own: one that another machine wrote (a clone's committed copy), one without a machine
+(from before machines were recorded), or one that cannot be read never makes a chapter up to date; the chapter runs
+again (:func:`freshness` says why).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
+import uuid
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -47,17 +57,93 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def up_to_date(notebook: Path, slug: str, size: str) -> bool:
-    """The chapter's last run on this GPU passed, with these sources and this size preset, and the executed
-    notebook on disk is the one that run published."""
+#: Files that name this machine, in the order they are tried (systemd's, then D-Bus's).
+MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+
+
+def machine_id() -> str:
+    """This machine, as a record names it: 16 hex digits of a hash of its machine id (``/etc/machine-id``; else the
+    network card's address) and its host name (containers of one image share the image's machine id, not their host
+    names). A hash: a record is committed and published, the machine's own id is not."""
+    ident = ""
+    for name in MACHINE_ID_FILES:
+        try:
+            ident = Path(name).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if ident:
+            break
+    ident = ident or f"{uuid.getnode():012x}"
+    return hashlib.sha256(f"labmagic machine {ident} {socket.gethostname()}".encode()).hexdigest()[:16]
+
+
+def freshness(notebook: Path, slug: str, size: str) -> tuple[bool, str]:
+    """Whether the chapter is up to date on this GPU of this machine, and why (or why not): its last run here
+    passed, with these sources and this size preset, and the executed notebook on disk is the one that run
+    published."""
+    path = manifest_path(slug, notebook.stem)
     last = read_manifest(slug, notebook.stem)
-    return bool(
-        last
-        and last.get("status") == "passed"
-        and last.get("input_hash") == chapter_hash(notebook)
-        and last.get("size") == size
-        and published_by(last, manifest_path(slug, notebook.stem).with_suffix(".ipynb"))
-    )
+    if last is None or not isinstance(last, dict):
+        return False, "no record of a run here" if not path.exists() else "its record cannot be read"
+    if last.get("machine") != machine_id():
+        return False, "its record comes from another machine" if last.get("machine") else "its record names no machine"
+    if last.get("status") != "passed":
+        return False, f"its last run here {last.get('status', 'did not finish')}"
+    if last.get("input_hash") != chapter_hash(notebook):
+        return False, "its sources changed since its last run here"
+    if last.get("size") != size:
+        return False, f"its last run here was at size {last.get('size')!r}, not {size!r}"
+    if not published_by(last, path.with_suffix(".ipynb")):
+        return False, "its executed notebook is not the one its record vouches for"
+    return True, f"up to date: passed here at {str(last.get('started', '?'))[:16]}, sources and size unchanged"
+
+
+def up_to_date(notebook: Path, slug: str, size: str) -> bool:
+    """:func:`freshness`, without the reason."""
+    return freshness(notebook, slug, size)[0]
+
+
+# -- what a run's races found ----------------------------------------------------------------------------------
+
+#: Where a chapter's races note their rows while a sweep runs it (a file the sweep names, one JSON line per row).
+RUN_ROWS_ENV = "LABMAGIC_RUN_ROWS"
+
+#: A variant's outcome in a run, from the statuses of its rows (the worst wins): its check failed, it needed a GPU,
+#: it was skipped (a DSL not installed, a size above its limit), or it passed (measured, or checked and predicted).
+OUTCOMES = {"mismatch": "fail", "error": "fail", "oom": "fail", "needs_gpu": "needs_gpu", "skipped": "skipped",
+            "ok": "pass", "predicted": "pass"}
+_WORST = ("fail", "needs_gpu", "skipped", "pass")
+
+
+def note_rows(rows) -> None:
+    """In a chapter a sweep runs, add a race's rows (chapter, variant, status) to the file :data:`RUN_ROWS_ENV`
+    names; nothing elsewhere."""
+    target = os.environ.get(RUN_ROWS_ENV)
+    if not target:
+        return
+    lines = "".join(json.dumps({"chapter": r.chapter, "variant": r.variant, "status": r.status}) + "\n" for r in rows)
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(lines)
+
+
+def variant_counts(path: Path) -> dict[str, int]:
+    """How many variants of a run's races passed, failed, needed a GPU or were skipped (each variant once, by the
+    worst outcome of its rows), from the file :func:`note_rows` wrote; {} when it wrote none."""
+    worst: dict[tuple[str, str], str] = {}
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        try:
+            row = json.loads(line)
+            key, outcome = (str(row["chapter"]), str(row["variant"])), OUTCOMES.get(str(row["status"]), "fail")
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in worst or _WORST.index(outcome) < _WORST.index(worst[key]):
+            worst[key] = outcome
+    counts = Counter(worst.values())
+    return {outcome: counts.get(outcome, 0) for outcome in reversed(_WORST)} if worst else {}
 
 
 def published_by(record: dict, executed: Path) -> bool:
@@ -89,14 +175,17 @@ def stale_chapters(slug: str, skip: set[str] = frozenset()) -> list[str]:
 
 
 def write_manifest(record: dict) -> Path:
-    """Store a run's record (``record["device"]`` and ``record["chapter"]`` say where); a failed run carries
-    the last passing run forward, so the results it left in place keep their provenance."""
+    """Store a run's record (``record["device"]`` and ``record["chapter"]`` say where) as this machine's
+    (:func:`machine_id`); a failed run carries the last passing run forward, so the results it left in place keep
+    their provenance."""
     return atomic_write(manifest_path(record["device"], record["chapter"]), manifest_text(record))
 
 
 def manifest_text(record: dict) -> str:
-    """What :func:`write_manifest` stores for ``record``: its JSON, with ``last_passed`` for a failed run."""
+    """What :func:`write_manifest` stores for ``record``: its JSON, stamped with this machine (:func:`machine_id`),
+    with ``last_passed`` for a failed run."""
     slug, chapter = record["device"], record["chapter"]
+    record = {**record, "machine": machine_id()}
     if record.get("status") == "failed":
         last_passed = passed_run(read_manifest(slug, chapter))
         if last_passed:

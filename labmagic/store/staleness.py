@@ -35,15 +35,16 @@ def _newest_hashes(df: pd.DataFrame) -> dict[str, dict[str, str]]:
 def _sweep_run(root: Path, slug: str, chapter: str) -> dict | None:
     """The sweep run the stored results came from, or None when no sweep recorded one; LabError naming the record
     when it is there but is not a JSON object (a broken record must not quietly make every row look fresh)."""
-    path = Path(root) / "results" / slug / "notebooks" / f"{chapter}.json"
+    name = f"results/{slug}/notebooks/{chapter}.json"  # named under the checkout: the message may reach the site
+    path = Path(root) / name
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise LabError(f"{path}: not a sweep record ({exc})") from None
+        raise LabError(f"{name}: not a sweep record ({exc})") from None
     if not isinstance(record, dict):
-        raise LabError(f"{path}: not a sweep record (a JSON object)")
+        raise LabError(f"{name}: not a sweep record (a JSON object)")
     ran = passed_run(record)
     return ran if isinstance(ran, dict) else None
 

@@ -57,16 +57,54 @@ def test_load_ceilings(tmp_path):
 def test_faster_than_the_floor_is_flagged_beyond_noise():
     from labmagic.benchmark import Row, judge
 
-    roof = roofline.Roof(4000.0, 50.0, "measured")
+    spec = roofline.SPECS["nvidia-h200"]
     n = 2**26
-    floor = roof.floor_ms(n, 12 * n)
+    floor = 12 * n / 4800e9 * 1e3  # the spec sheet's bandwidth
     flags = {}
     for factor in (1.05, 0.99, 0.95):
         row = Row("c", "v", "cuda", str(n), "float32", "ok", ms_median=floor * factor)
-        judge(row, n, 12 * n, roof, roof)
+        judge(row, n, 12 * n, spec, None)
         flags[factor] = row.below_floor
-        assert row.ceiling_pct == pytest.approx(100 / factor)
+        assert row.predicted_ms == pytest.approx(floor) and row.sol_pct == pytest.approx(100 / factor)
     assert flags == {1.05: False, 0.99: False, 0.95: True}
+
+
+#: What `labmagic calibrate` measured on the book's H200: cuBLAS's bf16 matmul is 694.76 TFLOP/s, 70% of the spec.
+H200_CEILINGS = roofline.Ceilings(copy_gbps=4292.4, matmul_tflops={"bf16": 694.76}, peak_gbps=4392.8)
+
+
+def _gemm_at(tflops, sol=None):
+    from labmagic.benchmark import Row, judge
+
+    n = 8192
+    flops, nbytes = 2 * n**3, 3 * 2 * n * n
+    row = Row("06_tensor_core_gemm", "cuda_wgmma", "cuda", f"{n}x{n}x{n}", "bfloat16", "ok",
+              ms_median=flops / (tflops * 1e12) * 1e3)
+    judge(row, flops, nbytes, roofline.SPECS["nvidia-h200"], H200_CEILINGS, sol)
+    return row
+
+
+def test_a_kernel_ahead_of_cublas_is_a_win_not_below_the_floor():
+    """The floor is the spec sheet's: a bf16 GEMM 4% faster than cuBLAS runs at 73% of the H200's 989.4 TFLOP/s."""
+    ahead = _gemm_at(1.04 * 694.76)
+    assert ahead.ceiling_pct == pytest.approx(104.0) and ahead.sol_pct == pytest.approx(73.03, abs=0.01)
+    assert not ahead.below_floor
+    assert ahead.predicted_ms == pytest.approx(2 * 8192**3 / 989.4e12 * 1e3)
+    assert _gemm_at(1.2 * 989.4).below_floor  # 20% past the spec sheet: a broken timer or a wrong FLOP count
+
+
+def test_a_race_sol_is_a_target_not_the_floor():
+    row = _gemm_at(0.9 * 989.4, sol={"nvidia-h200": 700.0})  # the race aims at 700 TFLOP/s; this row passes it
+    assert row.sol_pct == pytest.approx(100 * 0.9 * 989.4 / 700.0)
+    assert not row.below_floor and row.predicted_ms == pytest.approx(2 * 8192**3 / 989.4e12 * 1e3)
+
+
+def test_an_unknown_gpu_has_no_physical_floor():
+    from labmagic.benchmark import Row, judge
+
+    row = Row("c", "v", "cuda", "8", "float32", "ok", ms_median=1e-9)
+    judge(row, 8, 96, None, H200_CEILINGS)
+    assert row.predicted_ms is None and not row.below_floor and row.ceiling_pct is not None
 
 
 def _helper_v1(x):
@@ -178,3 +216,14 @@ def test_calibrate_feeds_integer_and_fp8_gemms_k_major_operands(dtype):
     _, (a, b) = matmul_call(dtype, 64, dev="cpu")
     assert a.stride() == (64, 1), "A must be row-major (K contiguous)"
     assert b.stride() == (1, 64), "B must be column-major (K contiguous)"
+
+
+def test_a_row_ahead_of_cublas_says_so_in_the_race_table():
+    from labmagic.benchmark.race import BenchResult
+
+    row = _gemm_at(1.04 * 694.76)
+    result = BenchResult("06_tensor_core_gemm", [row], True, "NVIDIA H200", roofline.SPECS["nvidia-h200"],
+                         H200_CEILINGS)
+    line = next(line for line in repr(result).splitlines() if line.startswith("cuda_wgmma "))
+    assert "ahead of cuBLAS's measured matmul" in line and "!" not in line and "104" in line
+    assert "ahead of cuBLAS" in result._repr_html_()

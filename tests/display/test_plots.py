@@ -4,16 +4,18 @@ the book's 784 px text column."""
 
 from __future__ import annotations
 
+import shutil
 import struct
 
 import pytest
 from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+from sitebuild import ROOT
 
 from labmagic.benchmark import roofline
 from labmagic.benchmark.race import BenchResult
-from labmagic.display import plots
+from labmagic.display import chapters, plots
 from labmagic.store.schema import Row
 
 #: Chapter 02's thirteen variants, the reference first, as its race names them.
@@ -158,3 +160,68 @@ def test_the_variants_and_the_ceilings_cover_nothing(variants):
             panel = Bbox.from_extents(0, panel.y0, width, panel.y1)
         assert all(panel.contains(*corner) for corner in box.corners())
         assert not any(box.overlaps(data.get_window_extent()) for data in fig.axes if data.get_title())
+
+
+# ------------------------------------------------------------------------------------------- a chapter's race figure
+
+ATTENTION_CSV = ROOT / "results" / "nvidia-h200" / "bench" / "07_attention.csv"
+
+
+@pytest.fixture
+def attention_checkout(tmp_path):
+    """A checkout holding chapter 07's committed H200 rows and that GPU's measured ceilings."""
+    bench = tmp_path / "results" / "nvidia-h200" / "bench"
+    bench.mkdir(parents=True)
+    shutil.copy(ATTENTION_CSV, bench / ATTENTION_CSV.name)
+    shutil.copy(ROOT / "results" / "nvidia-h200" / "ceilings.json", bench.parent / "ceilings.json")
+    return tmp_path
+
+
+def _legend_entries(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def test_chapter_07_figure_is_readable_in_the_column(attention_checkout):
+    """labmagic.race_figure("07_attention") from chapter 07's CSV: three panels, at most two across, a legend of at
+    most eight families under each, every font 9 pt or more, 780 px wide (the 784 px column shows it at its size)."""
+    drawn = chapters.race_figure("07_attention", root=attention_checkout)
+    fig = drawn.figure
+    fig.canvas.draw()
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == [p.title for p in chapters.ATTENTION_FIGURE]
+    assert len({round(ax.get_position().x0, 2) for ax in panels}) <= 2
+    assert fig.get_figwidth() * plots.RACE_DPI <= 784 and _png_width(drawn.png()) <= 784
+    for ax in panels:
+        entries = _legend_entries(ax)
+        assert 0 < len(entries) <= plots.MAX_LEGEND, (ax.get_title(), entries)
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    assert texts and min(t.get_fontsize() for t in texts) >= 9
+    non_causal, causal, decode = panels
+    assert _legend_entries(non_causal)[0].startswith("cuda_wgmma_pingpong (+5 cuda)")
+    assert not any(e.split()[0].endswith("_causal") for e in _legend_entries(non_causal))
+    assert all(e.split()[0].endswith("_causal") for e in _legend_entries(causal))
+    assert "copy ceiling: 4,292 GB/s" in _legend_entries(decode)
+    assert decode.get_ylabel() == "GB/s" and non_causal.get_ylabel() == "TFLOP/s"
+    # the bold line of a family is that family's fastest at the longest sequence, from the CSV's own rows
+    best = {ln.get_label(): ln for ln in non_causal.get_lines() if not ln.get_label().startswith("_")}
+    assert max(best["cuda_wgmma_pingpong (+5 cuda)"].get_xdata()) == 16384
+    assert repr(drawn).startswith("07_attention on NVIDIA H200: prefill, d = 128, non-causal;")
+
+
+def test_families_past_eight_fold_into_one_entry():
+    """Twelve backends in one panel: seven families named, the rest one grey entry; the eighth slot is theirs."""
+    rows = [Row("c", f"{backend}_k{i}", backend, f"{n}", "float32", "ok", ms_median=1.0 / (j + 1 + i),
+                tflops=float(j + 1 + i), gbps=1.0)
+            for j, backend in enumerate(f"b{j:02d}" for j in range(12)) for i in range(2) for n in (1024, 2048)]
+    result = BenchResult("c", rows, True, "NVIDIA H200", roofline.find_spec("NVIDIA H200"), None)
+    fig = plots.race_figure(result, [plots.Panel("all", "size", "tflops")]).figure
+    entries = _legend_entries(fig.axes[0])
+    assert len(entries) == plots.MAX_LEGEND and entries[-1] == "10 more variants"
+    assert entries[0] == "b11_k1 (+1 b11)"  # the best family first, named by its fastest
+
+
+def test_a_chapter_without_rows_says_so(tmp_path):
+    drawn = chapters.race_figure("07_attention", root=tmp_path)
+    assert drawn.figure is None and drawn._repr_png_() is None
+    assert repr(drawn) == "07_attention: no measured rows yet: run the races on a GPU"

@@ -8,10 +8,12 @@ import re
 import shutil
 
 import pytest
-from sitebuild import ROOT, build_site, page_text, run_command, scratch_checkout
+from sitebuild import CHAPTERS, ROOT, build_site, page_text, run_command, scratch_checkout
 
 from labmagic.cli import results as results_cli
+from labmagic.display import chapters
 from labmagic.display import results_page as results_pages
+from labmagic.errors import LabError
 from labmagic.store import catalog, staleness
 from labmagic.store.bench_csv import bench_csv_path, write_rows
 
@@ -87,18 +89,29 @@ def test_results_page_has_a_table_per_gpu_with_provenance(results_repo, tmp_path
     assert images and images[0].stat().st_size > 0
 
 
-def test_readme_headline_is_generated_from_the_data(results_repo):
+def test_readme_tables_are_generated_from_the_data(results_repo):
+    """The headline names each GPU's best kernel of the book's own (cuda_float4, not torch, the library it races)
+    and its share of that GPU's measured copy; the chapter table names every chapter in book/."""
+    (results_repo / "results" / "nvidia-h200" / "ceilings.json").write_text(
+        json.dumps({"copy_gbps": 4000.0, "matmul_tflops": {}}))
     table = results_pages.headline_markdown(results_repo)
     lines = [line for line in table.splitlines() if "01_vector_add" in line]
-    assert len(lines) == 2  # one per GPU
-    h200 = next(line for line in lines if "nvidia-h200" in line)
-    assert "| cuda_float4 |" in h200 and "93.0%" in h200 and "268435456" in h200
+    assert len(lines) == 2 and "nvidia-h200" in lines[0]  # one per GPU, the book's first
+    assert lines[0].startswith("| `01_vector_add` | `cuda_float4` | 4,464\u00a0GB/s | 112% of copy, 2^28 fp32 |")
+    assert "no measured copy on nvidia-a100-sxm4-80gb" in lines[1]
+    assert not table.rstrip().endswith("|  |") and "| |" not in table  # no empty trailing column
+    teaches = chapters.chapters_markdown(results_repo)
+    assert [line.split("|")[1].strip() for line in teaches.splitlines()[2:]] == [f"`{c.stem}`" for c in CHAPTERS]
     readme = results_repo / "README.md"
-    readme.write_text(f"# t\n\n{results_pages.HEADLINE_BEGIN}\nold\n{results_pages.HEADLINE_END}\n")
+    readme.write_text(f"# t\n\n{chapters.CHAPTERS_BEGIN}\nold\n{chapters.CHAPTERS_END}\n\n"
+                      f"{chapters.HEADLINE_BEGIN}\nold\n{chapters.HEADLINE_END}\n")
     assert run_command(results_cli, ["--check-readme"]) == 1
     assert run_command(results_cli, ["--readme"]) == 0
-    assert table in readme.read_text() and "old" not in readme.read_text()
+    assert table in readme.read_text() and teaches in readme.read_text() and "old" not in readme.read_text()
     assert run_command(results_cli, ["--check-readme"]) == 0
+    readme.write_text(f"# t\n\n{chapters.HEADLINE_BEGIN}\n{chapters.HEADLINE_END}\n")
+    with pytest.raises(LabError, match="no generated block <!-- results:chapters:begin"):
+        run_command(results_cli, ["--check-readme"])
 
 
 def test_the_repository_readme_matches_its_results(monkeypatch):
@@ -111,19 +124,40 @@ def test_no_results_yet_still_builds_a_results_page(tmp_path):
     assert "No results yet" in results_pages.render(root)
 
 
-def test_headline_takes_each_dtype_and_the_squarest_of_the_largest_shapes():
+def _headline_of(chapter, rows):
     import pandas as pd
 
+    frame = pd.DataFrame([{"chapter": chapter, "gpu_slug": "nvidia-h200", "status": "ok", "below_floor": False,
+                           "flops": 1e12, "nbytes": 1e9, "stale": "", **row} for row in rows])
+    return chapters.headline(chapter, "nvidia-h200", frame, None)
+
+
+def test_attention_is_headlined_against_cudnn_with_a_kernel_of_the_same_kind():
+    """07's rule: the best non-causal kernel of the book at 4x16x4096x4096x128 bf16 against SDPA's cuDNN backend;
+    not a causal kernel (it does half the work), not a library backend, not the race's own reference."""
+    shape = "4x16x4096x4096x128"
+    rows = [dict(variant=v, backend=b, shape=shape, dtype="bfloat16", ms_median=ms, tflops=1e12 / ms / 1e9,
+                 vs_ref=50.0 / ms) for v, b, ms in (
+        ("torch_naive", "torch", 50.0), ("sdpa_cudnn", "sdpa", 1.0), ("sdpa_flash", "sdpa", 1.7),
+        ("cuda_wgmma_pingpong", "cuda", 1.03), ("cuda_wgmma_pingpong_causal", "cuda", 0.6),
+        ("triton_flash", "triton", 1.4))]
+    rows.append(dict(rows[3], shape="1x16x16384x16384x128", ms_median=0.1))  # another shape: not the headline's
+    got = _headline_of("07_attention", rows)
+    assert (got.kernel, got.versus) == ("cuda_wgmma_pingpong", "0.97x cuDNN, 4x4096 d128")
+    assert got.figure == "971\u00a0TFLOP/s"
+
+
+def test_a_chapter_without_a_rule_takes_its_largest_problem_and_the_race_reference():
+    """Of the largest size, the squarest shape, in the first dtype; against the race's own reference (the variant
+    whose every vs_ref is 1); a library variant is never the best kernel, however fast."""
     rows = []
     for dtype, scale in (("float32", 1.0), ("bfloat16", 0.5)):
         for shape, ms in (("8192x2048", 1.0), ("4096x4096", 2.0), ("2048x8192", 3.0), ("16x16", 0.001)):
-            for variant, factor in (("torch", 1.5), ("ours", 1.0)):
-                rows.append({"chapter": "c", "gpu_slug": "g", "dtype": dtype, "shape": shape, "variant": variant,
-                             "status": "ok", "ms_median": ms * scale * factor, "gbps": 1.0, "tflops": 1.0,
-                             "sol_pct": 50.0, "vs_ref": 1.5 / factor})
-    got = results_pages.headline_rows(pd.DataFrame(rows))
-    assert [(r[2], r[3], r[4]) for r in got] == [("bfloat16", "4096x4096", "ours"), ("float32", "4096x4096", "ours")]
-    assert got[1][5] == results_pages._num(2.0, 4)  # the float32 median at 4096x4096
+            for variant, backend, factor in (("naive", "cuda", 1.5), ("ours", "cuda", 1.0), ("torch", "torch", 0.5)):
+                rows.append(dict(variant=variant, backend=backend, dtype=dtype, shape=shape,
+                                 ms_median=ms * scale * factor, gbps=1.0, tflops=1.0, vs_ref=1.5 / factor))
+    got = _headline_of("09_new_chapter", rows)
+    assert (got.kernel, got.versus) == ("ours", "1.50x naive, 4096x4096 bfloat16")
 
 
 # ------------------------------------------------------------------------------------------- Across GPUs, provenance
@@ -256,11 +290,48 @@ def test_the_gpu_table_shows_one_eager_calls_host_time_and_marks_host_bound_rows
         dict(base, variant="torch_bf16", backend="torch", ms_median=0.0333, host_ms=0.0152, isolated_ms=0.0485),
         dict(base, variant="cuda_old", backend="cuda", ms_median=0.04),  # measured before the host columns
     ])
-    table = results_pages.gpu_table(catalog.load(root))
-    head, _, *lines = table.splitlines()
+    page = results_pages.gpu_table(catalog.load(root))
+    short, full = page.split(":::{dropdown", 1)
+    assert "| triton_w8a8 | 0.02350 |" in short and "host-bound" in short  # the mark fits the short table
+    head, _, *lines = [line for line in full.splitlines() if line.startswith("|")]  # the host columns, the full one
     cells = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]] for line in lines}
     columns = [c.strip() for c in head.split("|")[1:-1]]
     host, notes = columns.index("host ms (isolated)"), columns.index("notes")
     assert cells["triton_w8a8"][host] == "0.0815 (0.101)" and cells["triton_w8a8"][notes] == "host-bound"
     assert cells["torch_bf16"][host] == "0.0152 (0.0485)" and cells["torch_bf16"][notes] == ""
     assert cells["cuda_old"][host] == "-" and cells["cuda_old"][notes] == ""
+
+
+def _gemm_row(variant, tflops, below_floor, **extra):
+    n = 8192
+    flops, ms = 2 * n**3, 2 * n**3 / (tflops * 1e12) * 1e3
+    return dict(chapter="06_tensor_core_gemm", variant=variant, backend="cuda", shape=f"{n}x{n}x{n}", dtype="bfloat16",
+                status="ok", flops=flops, nbytes=6 * n * n, ms_median=ms, tflops=tflops, below_floor=below_floor,
+                source_hash="f00d", **{**H200, **extra})
+
+
+def test_the_floor_flag_is_judged_again_against_the_spec_sheet_when_read(tmp_path):
+    """A CSV's own ``below_floor`` is not trusted: rows that an earlier labmagic flagged for beating cuBLAS (72-73% of
+    the H200's bf16 peak) show no suspect mark, and the row that passes the spec sheet is flagged though its CSV
+    says it is not; the headline does not pick a row below the floor."""
+    root = scratch_checkout(tmp_path / "repo")
+    write_rows(root / "results" / "nvidia-h200" / "bench" / "06_tensor_core_gemm.csv", [
+        _gemm_row("torch", 694.8, False), _gemm_row("gluon", 726.0, True), _gemm_row("broken_timer", 1190.0, False)])
+    df = results_pages.catalog(root)
+    assert dict(zip(df["variant"], df["below_floor"], strict=True)) == {
+        "torch": False, "gluon": False, "broken_timer": True}
+    table = results_pages.gpu_table(df)
+    flagged = [line for line in table.splitlines() if "suspect" in line]
+    assert flagged and all("broken_timer" in line for line in flagged)  # the short table, and the full one
+    assert "broken_timer" not in results_pages.headline_markdown(root)
+
+
+def test_the_committed_gemm_rows_ahead_of_cublas_are_not_suspect():
+    """Chapter 06's CSV stores ``below_floor=True`` for the kernels ahead of cuBLAS at 8192^3 (the old rule); the
+    Results page judges them again and calls none of them suspect."""
+    csv = ROOT / "results" / "nvidia-h200" / "bench" / "06_tensor_core_gemm.csv"
+    stored = catalog.read_bench_csv(csv, ROOT)
+    assert (stored["below_floor"] == "True").any(), "the committed CSV no longer holds an old flag to judge again"
+    page = results_pages.render(ROOT)
+    section = page[page.index("\n## 06_tensor_core_gemm\n"):page.index("\n## 07_attention\n")]
+    assert "suspect" not in section

@@ -7,6 +7,7 @@ building the repository's book with warnings as errors.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from sitebuild import (
@@ -260,3 +261,73 @@ def test_book_builds_with_no_network(tmp_path):
     proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "built" in proc.stdout, proc.stderr[-2000:]
     assert (tmp_path / "_build" / "html" / "book" / "01_vector_add.html").exists()
+
+
+# ------------------------------------------------------------------------------- run records are this machine's own
+
+
+def test_a_record_from_another_machine_or_unreadable_is_run_again_and_the_summary_says_why(tiny_repo, capsys):
+    """A clone's committed record (another machine's), one without a machine, a corrupt one: each chapter runs
+    again; one up to date here is skipped, and the summary names it and why."""
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
+    record = _manifest(tiny_repo, "01_alpha")
+    assert record["machine"] == manifest.machine_id() and len(record["machine"]) == 16
+    capsys.readouterr()
+    assert run_command(sweep_cmd, ["--quick", "01", "03"]) == 0
+    out = capsys.readouterr().out
+    assert "0 passed, 0 failed, 2 skipped" in out
+    assert "  skipped 01_alpha: up to date: passed here at " in out and "  skipped 03_gamma: up to date" in out
+
+    path = tiny_repo / "results" / "cpu" / "notebooks" / "01_alpha.json"
+    for why, text in (("its record comes from another machine", json.dumps({**record, "machine": "0123456789abcdef"})),
+                      ("its record names no machine", json.dumps({k: v for k, v in record.items() if k != "machine"})),
+                      ("its record cannot be read", json.dumps(record)[:40])):
+        path.write_text(text)
+        assert manifest.freshness(tiny_repo / "book" / "01_alpha.ipynb", "cpu", "quick") == (False, why)
+        assert run_command(sweep_cmd, ["--list", "--quick", "01"]) == 0
+        assert f"01_alpha: to run on cpu ({why})" in capsys.readouterr().out
+        assert run_command(sweep_cmd, ["--quick", "01"]) == 0
+        assert "sweep: 1 passed" in capsys.readouterr().out  # run again, not trusted
+    assert _manifest(tiny_repo, "01_alpha")["machine"] == manifest.machine_id()
+
+
+def test_the_record_counts_what_the_races_found_and_results_lists_this_machines_run(tiny_repo, capsys):
+    """A chapter's race on CPU: the reference passes its check, a CUDA variant needs a GPU; the run's record counts
+    them and `labmagic results` shows this machine's run beside the GPU rows (none here)."""
+    from labmagic.cli import results as results_cmd
+
+    write_chapter(tiny_repo / "book" / "04_delta.ipynb", "%load_ext labmagic", (
+        "import torch, labmagic, labmagic.benchmark\n"
+        "def cuda_add(a, b):\n"
+        "    raise labmagic.NoGPUError('add_kernel needs a CUDA GPU to run; this machine has none')\n"
+        "race = labmagic.benchmark.Race(chapter='04_delta', variants={'torch': torch.add, 'cuda_add': cuda_add},\n"
+        "    ref='torch', make_inputs=lambda n: (torch.randn(n), torch.randn(n)), shapes=[16], check_shapes=[3])"),
+        "r = %bench race --no-plot --no-save", title="Delta")
+    assert run_command(sweep_cmd, ["--quick", "02", "04"]) == 1  # 02_beta fails on purpose
+    assert _manifest(tiny_repo, "04_delta")["variants"] == {"pass": 1, "skipped": 0, "needs_gpu": 1, "fail": 0}
+    capsys.readouterr()
+    assert run_command(results_cmd, []) == 0
+    out = capsys.readouterr().out
+    assert "this machine (cpu), its own sweep (results/cpu/notebooks): 1 passed, 1 failed, 2 not run here; " \
+           "variants: 1 pass, 0 fail, 1 needs a GPU, 0 skipped" in out
+    assert re.search(r"04_delta +passed +\d{4}-\d\d-\d\d  1 pass, 0 fail, 1 needs a GPU, 0 skipped", out)
+    assert re.search(r"02_beta +failed .*ValueError: beta is broken on purpose", out)
+    assert re.search(r"01_alpha +not run here", out)
+
+
+def test_the_book_builds_from_this_machines_own_run(tiny_repo, tmp_path, capsys):
+    """`labmagic book --executed`: a chapter this machine ran shows that run (its output, no papermill paths), one it
+    did not keeps the book's stored outputs, and each chapter without outputs is named in one line."""
+    from labmagic.cli import book as site
+
+    assert run_command(sweep_cmd, ["--quick", "01"]) == 0
+    capsys.readouterr()
+    html_dir = site.build(tiny_repo, tmp_path / "out", quiet=True, executed="cpu")
+    err = capsys.readouterr().err.splitlines()
+    assert "alpha size=quick" in page_text(html_dir / "book" / "01_alpha.html")  # this machine's output
+    page = (html_dir / "book" / "01_alpha.html").read_text(encoding="utf-8")
+    assert str(tiny_repo) not in page and str(tmp_path) not in page  # papermill's paths stay out
+    assert "labmagic book: 02_beta: not run on this machine (cpu): its page shows the book's stored outputs" in err
+    assert ("labmagic book: book/03_gamma.ipynb: no stored outputs: its page shows the code alone (run it: "
+            "`labmagic sweep 03`, then `labmagic book --executed`)") in err
+    assert not any("01_alpha" in line for line in err)

@@ -2,12 +2,14 @@
 
 Formulas render from the MathJax bundled into ``_static/mathjax`` (no CDN); chapter titles carry their number once;
 a wide window shows one search box; the ``%bench`` and ``%ncu`` tables are padded, keep each value on one line, and
-scroll inside the text column rather than running past it.
+scroll inside the text column rather than running past it; no page shows a path of the machine that built the site
+or ran its chapters.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from sitebuild import CHAPTERS, ROOT, build_site
@@ -66,6 +68,29 @@ TABLES_JS = """(() => {
 })()"""
 
 
+#: A path of a machine: an absolute path under a root that holds installations, homes or scratch space (not inside a
+#: URL or a relative link: no letter, digit, dot, slash or colon right before it), or a Python installation folder.
+HOST_PATH = re.compile(r"(?<![\w.:/~-])/(?:home|root|usr|opt|tmp|var|work|mnt|srv|scratch|Users|private|nix|data)/"
+                       r"[^\s\"'<>]*|\b(?:site|dist)-packages\b|\b[A-Z]:\\\\?(?:Users|Program Files)")
+#: Every file of the site a reader can open that holds text from the chapters: pages, their sources, the search index
+#: (the theme's own assets under _static/ are left out).
+PUBLISHED_TEXT = ("*.html", "*.ipynb", "*.md", "*.txt", "*.js")
+
+
+def host_paths(site: Path, also: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """file under the site -> the host paths found in it (and any of the paths ``also`` names)."""
+    found = {}
+    for pattern in PUBLISHED_TEXT:
+        for path in site.rglob(pattern):
+            if "_static" in path.relative_to(site).parts:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            hits = sorted({m.group(0)[:120] for m in HOST_PATH.finditer(text)} | {p for p in also if p in text})
+            if hits:
+                found[path.relative_to(site).as_posix()] = hits
+    return found
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The repository's book, built (the same cached build that the other site tests read)."""
@@ -118,6 +143,29 @@ def test_built_pages_reference_no_remote_script_or_stylesheet(site):
     assert pages and not offenders, f"pages loading a script or stylesheet from the network: {offenders[:5]}"
 
 
+def test_no_published_page_shows_a_path_of_a_machine(site):
+    """Warnings, errors and provenance reach the site without the paths of the machine that ran the chapter (an
+    executed notebook's stderr) or built the book."""
+    found = host_paths(site, also=(str(ROOT),))
+    assert not found, "host paths on the site (re-execute those chapters): " + "; ".join(
+        f"{name}: {', '.join(hits[:2])}" for name, hits in sorted(found.items()))
+
+
+def test_the_host_path_check_finds_what_python_prints(tmp_path):
+    """The check above catches a warning as Python prints it, and passes links, URLs and relative paths."""
+    page = tmp_path / "_build" / "html" / "page.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<a href="../_static/x.css">x</a> <a href="https://example.org/home/usr/x">y</a> book/01.ipynb')
+    assert host_paths(page.parent) == {}
+    warning = "/opt/torch/.venv/lib/python3.12/site-packages/torch/profiler/profiler.py:224: UserWarning: x"
+    page.write_text(f"<pre>{warning}</pre>")
+    assert list(host_paths(page.parent)) == ["page.html"]
+    page.write_text("<pre>error in /srv/checkout/results/x.json: y</pre>")
+    assert list(host_paths(page.parent)) == ["page.html"]
+    page.write_text("<pre>error in C:/builds/kl/results/x.json: y</pre>")
+    assert host_paths(page.parent, also=("C:/builds/kl",)) == {"page.html": ["C:/builds/kl"]}
+
+
 def test_chapter_titles_carry_their_number_once(browser, site):
     href = f"{CHAPTERS[0].stem}.html"
     # The sidebar as seen from another page (on the chapter's own page its entry links to "#").
@@ -154,3 +202,48 @@ def test_bench_and_ncu_tables_are_padded_and_stay_in_the_column(browser, site, c
             continue
         assert scroller["right"] <= t["columnRight"] + 1, f"{where}: its scroll box runs past the text column: {t}"
         assert t["lastRight"] <= t["visibleRight"] + 1, f"{where}: last column out of reach even scrolled: {t}"
+
+
+#: Each table of the page that a reader sees without unfolding anything: its right edge against the text column's,
+#: its header row and its body rows' cells as text.
+VISIBLE_TABLES_JS = """(() => {
+  const article = document.querySelector('article.bd-article');
+  const a = article.getBoundingClientRect();
+  const columnRight = a.right - parseFloat(getComputedStyle(article).paddingRight);
+  return [...article.querySelectorAll('table')].filter(t => !t.closest('details:not([open])')).map(t => ({
+    right: t.getBoundingClientRect().right, columnRight,
+    head: [...t.querySelectorAll('thead th')].map(c => c.innerText.trim()),
+    rows: [...t.querySelectorAll('tbody tr')].map(r => [...r.children].map(c => c.innerText.trim())),
+    links: [...t.querySelectorAll('tbody a')].map(l => l.getAttribute('href'))}));
+})()"""
+
+
+def test_the_front_page_leads_with_the_books_results(browser, site):
+    """The first table of the front page is the headline: a row per chapter with results, each naming the book's
+    kernel, its figure and what it is compared with; then what every chapter teaches. Both fit the column."""
+    tables = _offline_page(browser, site / "book" / "intro.html", WIDE).evaluate(VISIBLE_TABLES_JS)
+    assert len(tables) >= 2, "the front page has no headline and chapter tables"
+    numbers, teaches = tables[0], tables[1]
+    assert numbers["head"][:4] == ["chapter", "best kernel", "figure", "against"]
+    measured = sorted({p.stem for p in ROOT.glob("results/*/bench/[0-9][0-9]_*.csv")})
+    assert [row[0][:2] for row in numbers["rows"]] == [c[:2] for c in measured]
+    for row in numbers["rows"]:
+        assert re.fullmatch(r"[\d,.]+\s(GB|TFLOP|TOP)/s", row[2]), row
+        assert re.match(r"\d\.\d\dx \S+|\d+% of copy", row[3]), row
+        assert row[1] not in ("torch", "sdpa_cudnn", "sdpa_flash", "torch_int_mm"), f"a library kernel as best: {row}"
+    assert [row[0][:2] for row in teaches["rows"]] == [c.stem[:2] for c in CHAPTERS]
+    assert all(row[1] and row[1] != "-" for row in teaches["rows"]), "a chapter without its one line"
+    assert all(href.endswith(f"{c.stem}.html") for href, c in zip(teaches["links"], CHAPTERS, strict=True))
+    for table in tables:
+        assert table["right"] <= table["columnRight"] + 1, f"a front-page table runs past the column: {table['head']}"
+
+
+def test_results_tables_fit_the_column_without_scrolling(browser, site):
+    """At 1400 px every Results table a reader sees unfolded fits the text column: variant, time, throughput, % of
+    ceiling, vs reference and notes; the other columns and shapes are folded."""
+    tables = _offline_page(browser, site / "book" / "results.html", WIDE).evaluate(VISIBLE_TABLES_JS)
+    assert tables
+    wide = [t["head"] for t in tables if t["right"] > t["columnRight"] + 1]
+    assert not wide, f"Results tables that need sideways scrolling at {WIDE} px: {wide[:3]}"
+    bench = [t for t in tables if t["head"] and t["head"][0] == "variant" and "notes" in t["head"]]
+    assert bench and all(len(t["head"]) == 6 for t in bench)
