@@ -157,7 +157,7 @@ def _reason(row) -> str:
 
 
 def _ahead(row, ceilings) -> str:
-    """'ahead of cuBLAS's measured matmul' for a row above 100% of the measured ceiling (a win)."""
+    """'ahead of cuBLAS' for a row beyond the measured ceiling (a win)."""
     roof = roofline.measured_roof(ceilings, str(row.get("dtype")))
     memory = bool(roof and roof.memory_bound(_number(row.get("flops")), _number(row.get("nbytes"))))
     return roofline.ceiling_passed(_number(row.get("ceiling_pct")), memory)
