@@ -148,7 +148,7 @@ def _notes(row) -> Markup:
 def _vs_ref(row) -> str:
     """``vs ref``, marked when its 95% interval holds 1.00 (no difference from the reference in that run)."""
     tie = includes_one(row.get("vs_ref_low"), row.get("vs_ref_high"))
-    return _num(row.get("vs_ref"), 3, "x") + (f" {SAME_AS_REF}" if tie else "")
+    return _num(row.get("vs_ref"), 3, "x") + (f"\u00a0{SAME_AS_REF}" if tie else "")  # kept on one line
 
 
 def _reason(row) -> str:
