@@ -234,13 +234,17 @@ def measured_roof(ceilings: Ceilings | None, dtype: str) -> Roof | None:
     return Roof(ceilings.bandwidth_gbps, ceilings.peak_tflops(dtype), "measured")
 
 
+#: How far past the measured ceiling a row must be to be called ahead of it: the ceiling is itself a median, and the
+#: library that set it lands within this of it on another run.
+CEILING_NOISE_PCT = 1.0
+
+
 def ceiling_passed(ceiling_pct: float | None, bound_by_memory: bool) -> str:
-    """The note for a row above 100% of the measured ceiling (a win, not an error): what it beat. ''; one that does
-    not pass it."""
-    if ceiling_pct is None or ceiling_pct != ceiling_pct or ceiling_pct <= 100:
+    """The note for a row beyond the measured ceiling (a win, not an error): what it beat ('ahead of cuBLAS', the
+    measured matmul's library, or 'ahead of the measured memory ceiling'); '' for one within the ceiling's noise."""
+    if ceiling_pct is None or ceiling_pct != ceiling_pct or ceiling_pct <= 100 + CEILING_NOISE_PCT:
         return ""
-    beaten = "the measured memory ceiling (copy, add, read)" if bound_by_memory else "cuBLAS's measured matmul"
-    return f"ahead of {beaten}"
+    return "ahead of the measured memory ceiling" if bound_by_memory else "ahead of cuBLAS"
 
 
 #: How far below the physical floor a time may land before it is flagged: the timer's own noise (a median of

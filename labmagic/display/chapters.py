@@ -1,5 +1,6 @@
-"""The book's headline: for each chapter, its best kernel, that kernel's figure and its ratio against a reference the
-row names; and what each chapter teaches, in one line.
+"""What the book shows of each chapter, stated once per chapter (:data:`CHAPTERS`): its headline (the best kernel,
+that kernel's figure and its ratio against a reference the row names), what it teaches in one line, the names of its
+shapes' axes, and the panels of its race figure (:func:`race_figure`).
 
 Both tables are generated, never typed: into ``README.md`` between markers (``labmagic results --readme``; a test
 runs ``--check-readme``) and onto the book's front page (``book/intro.md``, by :mod:`labmagic.sphinx.fill_results`

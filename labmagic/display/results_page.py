@@ -150,7 +150,7 @@ def _notes(row) -> Markup:
 def _vs_ref(row) -> str:
     """``vs ref``, marked when its 95% interval holds 1.00 (no difference from the reference in that run)."""
     tie = includes_one(row.get("vs_ref_low"), row.get("vs_ref_high"))
-    return _num(row.get("vs_ref"), 3, "x") + (f" {SAME_AS_REF}" if tie else "")
+    return _num(row.get("vs_ref"), 3, "x") + (f"\u00a0{SAME_AS_REF}" if tie else "")  # kept on one line
 
 
 def _reason(row) -> str:
@@ -159,7 +159,7 @@ def _reason(row) -> str:
 
 
 def _ahead(row, ceilings) -> str:
-    """'ahead of cuBLAS's measured matmul' for a row above 100% of the measured ceiling (a win)."""
+    """'ahead of cuBLAS' for a row beyond the measured ceiling (a win)."""
     roof = roofline.measured_roof(ceilings, str(row.get("dtype")))
     memory = bool(roof and roof.memory_bound(_number(row.get("flops")), _number(row.get("nbytes"))))
     return roofline.ceiling_passed(_number(row.get("ceiling_pct")), memory)

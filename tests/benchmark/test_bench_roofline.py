@@ -225,5 +225,8 @@ def test_a_row_ahead_of_cublas_says_so_in_the_race_table():
     result = BenchResult("06_tensor_core_gemm", [row], True, "NVIDIA H200", roofline.SPECS["nvidia-h200"],
                          H200_CEILINGS)
     line = next(line for line in repr(result).splitlines() if line.startswith("cuda_wgmma "))
-    assert "ahead of cuBLAS's measured matmul" in line and "!" not in line and "104" in line
+    assert "ahead of cuBLAS" in line and "!" not in line and "104" in line
     assert "ahead of cuBLAS" in result._repr_html_()
+    level = _gemm_at(1.005 * 694.76)  # cuBLAS itself, on another run: within the ceiling's noise
+    result.rows = [level]
+    assert "ahead of" not in repr(result)

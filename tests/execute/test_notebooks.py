@@ -286,8 +286,8 @@ def test_a_record_from_another_machine_or_unreadable_is_run_again_and_the_summar
         assert manifest.freshness(tiny_repo / "book" / "01_alpha.ipynb", "cpu", "quick") == (False, why)
         assert run_command(sweep_cmd, ["--list", "--quick", "01"]) == 0
         assert f"01_alpha: to run on cpu ({why})" in capsys.readouterr().out
-        assert run_command(sweep_cmd, ["--quick", "01"]) == 0
-        assert "sweep: 1 passed" in capsys.readouterr().out  # run again, not trusted
+    assert run_command(sweep_cmd, ["--quick", "01"]) == 0
+    assert "sweep: 1 passed" in capsys.readouterr().out  # run again, not trusted
     assert _manifest(tiny_repo, "01_alpha")["machine"] == manifest.machine_id()
 
 
