@@ -34,6 +34,7 @@ from ..store.schema import shape_dims
 from .markdown import Markup, md_table, text
 from .plots import PROBLEM_SIZE, ROW_LENGTH, Panel, RaceFigure, x_axis
 from .plots import race_figure as draw_race_figure
+from .units import cell_number
 
 #: Backends of library kernels: a race's reference points, never the book's best kernel.
 LIBRARY_BACKENDS = frozenset({"torch", "sdpa", "cublas"})
@@ -127,24 +128,18 @@ def is_library(row) -> bool:
 def per_second(row, spec: roofline.GpuSpec | None) -> tuple[float | None, str]:
     """The row's throughput in the unit that bounds it at the spec's ridge point: (GB/s, 'GB/s') for a memory-bound
     row, else (TFLOP/s, 'TFLOP/s'; 'TOP/s' for integer dtypes)."""
-    flops, nbytes = _number(row.get("flops")), _number(row.get("nbytes"))
+    flops, nbytes = cell_number(row.get("flops")), cell_number(row.get("nbytes"))
     roof = roofline.spec_roof(spec, str(row.get("dtype"))) if spec else None
     if roof and (flops or nbytes):
         memory = roof.memory_bound(flops, nbytes)
     else:  # no spec, or no counts of work: the throughput the row has
-        memory = _number(row.get("gbps")) is not None and not flops
+        memory = cell_number(row.get("gbps")) is not None and not flops
     if memory:
-        return _number(row.get("gbps")), "GB/s"
+        return cell_number(row.get("gbps")), "GB/s"
     unit = "TOP/s" if str(row.get("dtype", "")).startswith(("int", "uint")) else "TFLOP/s"
-    return _number(row.get("tflops")), unit
+    return cell_number(row.get("tflops")), unit
 
 
-def _number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) else value
 
 
 def figure(value: float | None, unit: str) -> str:
@@ -232,9 +227,9 @@ def headline(chapter: str, gpu: str, rows: pd.DataFrame, ceilings: roofline.Ceil
     best = ours.sort_values("ms_median").iloc[0]
     value, unit = per_second(best, roofline.find_spec(gpu))
     if this.shape and against is None:  # the rule compares with the copy: a memory-bound chapter
-        value, unit = _number(best.get("gbps")), "GB/s"
+        value, unit = cell_number(best.get("gbps")), "GB/s"
     if against is None and unit != "GB/s":  # no reference in the race: the measured ceiling
-        versus = f"{_number(best.get('ceiling_pct')) or 0:.0f}% of the measured ceiling, {where}"
+        versus = f"{cell_number(best.get('ceiling_pct')) or 0:.0f}% of the measured ceiling, {where}"
     elif against is None:  # a memory-bound chapter: the measured copy is the reference
         versus = (f"{100 * (value or 0) / ceilings.copy_gbps:.0f}% of copy, {where}" if ceilings
                   else f"no measured copy on {gpu} (labmagic calibrate), {where}")

@@ -26,6 +26,7 @@ from ..store.staleness import with_staleness
 from . import chapters
 from .markdown import Markup, md_table, text
 from .race_table import HOST_BOUND, SAME_AS_REF
+from .units import cell_number
 
 #: Provenance columns and how the page labels them.
 PROVENANCE_LABELS = {"gpu": "GPU", "driver": "driver", "cuda": "CUDA", "torch": "torch", "triton": "triton",
@@ -99,13 +100,6 @@ def provenance(rows: pd.DataFrame) -> str:
     return " · ".join(parts)
 
 
-def _number(value) -> float | None:
-    """A CSV cell as a float; None for an empty cell (NaN)."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) else value
 
 
 def with_floor(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,8 +111,8 @@ def with_floor(df: pd.DataFrame) -> pd.DataFrame:
     flags = []
     for _, row in df.iterrows():
         floor = roofline.floor_ms(roofline.find_spec(str(row.get("gpu_slug"))), str(row.get("dtype")),
-                                  _number(row.get("flops")), _number(row.get("nbytes")))
-        flags.append(roofline.below_floor(_number(row.get("ms_median")), floor))
+                                  cell_number(row.get("flops")), cell_number(row.get("nbytes")))
+        flags.append(roofline.below_floor(cell_number(row.get("ms_median")), floor))
     df["below_floor"] = flags
     return df
 
@@ -161,8 +155,8 @@ def _reason(row) -> str:
 def _ahead(row, ceilings) -> str:
     """'ahead of cuBLAS' for a row beyond the measured ceiling (a win)."""
     roof = roofline.measured_roof(ceilings, str(row.get("dtype")))
-    memory = bool(roof and roof.memory_bound(_number(row.get("flops")), _number(row.get("nbytes"))))
-    return roofline.ceiling_passed(_number(row.get("ceiling_pct")), memory)
+    memory = bool(roof and roof.memory_bound(cell_number(row.get("flops")), cell_number(row.get("nbytes"))))
+    return roofline.ceiling_passed(cell_number(row.get("ceiling_pct")), memory)
 
 
 def _notes_cell(row, ceilings) -> Markup:

@@ -198,7 +198,7 @@ def test_chapter_07_figure_is_readable_in_the_column(attention_checkout):
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
     assert texts and min(t.get_fontsize() for t in texts) >= 9
     non_causal, causal, decode = panels
-    assert _legend_entries(non_causal)[0].startswith("cuda_wgmma_pingpong (+5 cuda)")
+    assert "cuda_wgmma_pingpong (+5 cuda)" in _legend_entries(non_causal)  # the cuda family's fastest at 16k
     assert not any(e.split()[0].endswith("_causal") for e in _legend_entries(non_causal))
     assert all(e.split()[0].endswith("_causal") for e in _legend_entries(causal))
     assert "copy ceiling: 4,292 GB/s" in _legend_entries(decode)

@@ -15,7 +15,7 @@ import pytest
 from labmagic import cli
 from labmagic.display import results_page
 from labmagic.errors import LabError
-from labmagic.sphinx.fill_results import _body
+from labmagic.sphinx.fill_results import _results_body
 from labmagic.store import catalog
 from labmagic.store.bench_csv import write_rows
 from labmagic.store.schema import COLUMNS, MAX_MS
@@ -85,7 +85,7 @@ def test_the_results_page_shows_the_error_in_place_of_the_tables(tmp_path, case)
     root = _results(tmp_path, cells)
     with pytest.raises(LabError, match=f"^{CSV}, line 4: "):
         results_page.render(root)
-    page = _body(root)
+    page = _results_body(root)
     assert f"The results could not be read: {CSV}, line 4: " in page and "cuda_float4" not in page
     assert RLO not in page and "v" * 41 not in page and "cuda_x" not in page  # the bad row is not on it
 

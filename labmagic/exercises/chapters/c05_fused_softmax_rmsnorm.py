@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..spec import Bar, Case, Exercise, Output
-from .draws import odd, randn
+from .draws import odd, randn, scale_rows
 
 EPS = 1e-6
 
@@ -31,13 +31,7 @@ def _case(shape, generator, device) -> Case:
 
     rows, cols = shape
     x = randn((rows, cols), generator, device)
-    notes = []
-    if rows > 0:
-        x[0] *= 100
-        notes.append("row 0 x100")
-    if rows > 1:
-        x[1] *= 1e-4
-        notes.append("row 1 x1e-4")
+    notes = scale_rows(x)
     if rows > 2:
         x[2, int(torch.randint(cols, (1,), generator=generator, device=device))] = -math.inf
         notes.append("row 2 holds -inf")

@@ -32,3 +32,16 @@ def uniform(generator, device: str, low: float, high: float) -> float:
 def n_elements(shape) -> int:
     """The element count of a 1-D exercise's shape ``(n,)`` or ``(n, offset)``."""
     return int(shape[0])
+
+
+def scale_rows(x, factors: tuple[float, ...] = (100.0, 1e-4)) -> list[str]:
+    """Multiply row i of ``x`` by ``factors[i]`` in place, where ``x`` has that row (a large row, whose squares or
+    exponentials overflow unless the kernel scales first, then a tiny one, where an epsilon shows); the notes say
+    which rows were planted."""
+    notes = []
+    for i, factor in enumerate(factors):
+        if x.shape[0] > i:
+            x[i] *= factor
+            shown = f"{factor:g}" if factor >= 1e-3 else f"{factor:.0e}".replace("e-0", "e-")
+            notes.append(f"row {i} x{shown}")
+    return notes
