@@ -5,7 +5,7 @@ On one input set both replay the same calls with nothing between them (no evicti
 back-to-back calls stays for both), so their medians must agree; a timer that divided a replay by the wrong number
 of calls, timed the capture, or left launch overhead in would not. What they cannot share unaided is the board's
 power state: measured one after the other, a compute-bound GEMM is timed by the first in a burst (4096^3 bf16 read
-0.175 ms, 785 TFLOP/s, on the H200) and by the second at the power cap it drove the board to (0.198 ms, 694 TFLOP/s,
+0.175 ms, 785 TFLOP/s, on the H200) and, we believe (not yet confirmed on the GPU), by the second at the power cap it drove the board to (0.198 ms, 694 TFLOP/s,
 the sustained cuBLAS ceiling `labmagic calibrate` measures), and a 3 us add after an idle capture is timed at
 whatever clock the idle left. So each is timed right after the same heat soak (:func:`_soak`: the call itself, back
 to back, for half a second), and the comparison is of like with like. The tolerances are then wide enough for the
