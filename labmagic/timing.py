@@ -551,6 +551,7 @@ class CudaTimer:
         calls = self.graph_calls(est_ms, k)
         # The calls rotate over min(calls, k) input sets: in L2 when those fit in twice its size.
         resident = min(calls, k) * set_bytes < 2 * self.l2_bytes()
+        stream = torch.cuda.current_stream()
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -566,6 +567,10 @@ class CudaTimer:
             graph.replay()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - capture is an optimisation; events still work
+            # When the capture fails, torch.cuda.graph's __exit__ raises from capture_end before it restores the
+            # stream it replaced: without this, every later call (the events fallback, the next variants, the
+            # chapter's own cells) would run on torch's capture stream.
+            torch.cuda.set_stream(stream)
             torch.cuda.synchronize()
             self._graph_error = first_cause(exc)
             return None

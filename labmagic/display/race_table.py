@@ -301,10 +301,11 @@ def render_html(result) -> str:
 MARKDOWN_COLUMNS = ["variant", "ms", "peak mem", "TFLOP/s", "GB/s", "vs ref", "host ms", "isolated ms", "sdpa", "note"]
 
 
-def _markdown_cells(row) -> list[str]:
-    """A row under :data:`MARKDOWN_COLUMNS`: where it was not timed, its status stands in ``ms`` (``needs GPU``, ``not
-    measured``, ``mismatch``), and its note is the first line of why (the footer says ``needs GPU`` once)."""
-    cells = _cells(None, row)
+def _markdown_cells(result, row) -> list[str]:
+    """A row of ``result`` under :data:`MARKDOWN_COLUMNS`: where it was not timed, its status stands in ``ms``
+    (``needs GPU``, ``not measured``, ``mismatch``), and its note is the first line of why (the footer says ``needs
+    GPU`` once)."""
+    cells = _cells(result, row)
     timed = row.ms_median is not None
     note = cells["note"] if row.status != "needs_gpu" else ""
     return [row.variant, cells["median ms"] if timed else _status(row), cells["peak mem"], cells["TFLOP/s"],
@@ -323,7 +324,7 @@ def render_markdown(result, ref: str, title: str = "") -> str:
     out.append(text(header(result).replace(" | ", " · ")))
     for shape, rows in _by_shape(result):
         out += ["", f"### {text(shape)} ({text(rows[0].dtype)}) {_floor_line(rows)}".rstrip(), ""]
-        table = [[cells[i] for i in keep] for cells in (_markdown_cells(r) for r in rows)]
+        table = [[cells[i] for i in keep] for cells in (_markdown_cells(result, r) for r in rows)]
         out.append(md_table([heads[i] for i in keep], table))
     needs_gpu = list(dict.fromkeys(r.variant for r in result.rows if r.status == "needs_gpu"))
     footer = list(result.notes)

@@ -230,3 +230,23 @@ def test_a_row_ahead_of_cublas_says_so_in_the_race_table():
     level = _gemm_at(1.005 * 694.76)  # cuBLAS itself, on another run: within the ceiling's noise
     result.rows = [level]
     assert "ahead of" not in repr(result)
+
+
+def test_labmagic_bench_tables_say_so_too_and_a_gpu_never_calibrated_still_renders():
+    """``labmagic bench``'s Markdown reads the ceilings from the result its rows came from: a measured result with no
+    ``results/<gpu>/ceilings.json`` (a fresh checkout) is a table without the 'ahead of' note, not an AttributeError
+    in the child (as on the H200, in a scratch checkout)."""
+    from labmagic.benchmark import Row, judge
+    from labmagic.benchmark.race import BenchResult
+    from labmagic.display.race_table import render_markdown
+
+    spec = roofline.SPECS["nvidia-h200"]
+    ahead = BenchResult("06_tensor_core_gemm", [_gemm_at(1.04 * 694.76)], True, "NVIDIA H200", spec, H200_CEILINGS)
+    line = next(line for line in render_markdown(ahead, "cublas").splitlines() if line.startswith("| cuda_wgmma |"))
+    assert "ahead of cuBLAS" in line
+    n = 8192
+    row = Row("06_tensor_core_gemm", "cuda_wgmma", "cuda", f"{n}x{n}x{n}", "bfloat16", "ok", ms_median=1.6)
+    judge(row, 2 * n**3, 6 * n * n, spec, None)
+    uncalibrated = render_markdown(BenchResult("06_tensor_core_gemm", [row], True, "NVIDIA H200", spec, None), "cublas")
+    assert "no measured ceilings (labmagic calibrate)" in uncalibrated
+    assert "| cuda_wgmma | 1.6 |" in uncalibrated and "ahead of" not in uncalibrated

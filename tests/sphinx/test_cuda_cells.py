@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import html
 
+import pytest
 from pygments.token import Comment, Error
-from sphinx.cmd.build import build_main
 
-from labmagic.sphinx.cuda_cells import CudaCellLexer
+pytest.importorskip("sphinx", reason="Sphinx comes with the book extra (the GPU host's image has none)")
+
+from sphinx.cmd.build import build_main  # noqa: E402
+
+from labmagic.sphinx.cuda_cells import CudaCellLexer  # noqa: E402
 
 CELL = """\
 %%cuda_kernel --as fills -n '(void(*)(float*))fill' -n 'tile<float, 4>' -- -I include

@@ -13,9 +13,8 @@ import subprocess
 import pytest
 
 from labmagic import cli
-from labmagic.display import results_page
+from labmagic.display import chapters, results_page
 from labmagic.errors import LabError
-from labmagic.sphinx.fill_results import _results_body
 from labmagic.store import catalog
 from labmagic.store.bench_csv import write_rows
 from labmagic.store.schema import COLUMNS, MAX_MS
@@ -85,6 +84,7 @@ def test_the_results_page_shows_the_error_in_place_of_the_tables(tmp_path, case)
     root = _results(tmp_path, cells)
     with pytest.raises(LabError, match=f"^{CSV}, line 4: "):
         results_page.render(root)
+    _results_body = pytest.importorskip("labmagic.sphinx.fill_results")._results_body  # Sphinx: the book extra
     page = _results_body(root)
     assert f"The results could not be read: {CSV}, line 4: " in page and "cuda_float4" not in page
     assert RLO not in page and "v" * 41 not in page and "cuda_x" not in page  # the bad row is not on it
@@ -101,7 +101,7 @@ MODES = {"list": [], "stale": ["--stale"], "compare": ["--compare", "HEAD"], "pl
 @pytest.mark.parametrize("mode", MODES.values(), ids=MODES.keys())
 def test_every_mode_of_labmagic_results_refuses_it(tmp_path, capsys, mode):
     root = _results(tmp_path)
-    readme = "# Kernel Lab\n\n" + results_page.HEADLINE_BEGIN + "\n" + results_page.HEADLINE_END + "\n"
+    readme = "# Kernel Lab\n\n" + chapters.HEADLINE_BEGIN + "\n" + chapters.HEADLINE_END + "\n"
     (root / "README.md").write_text(readme)
     _git(root, "init", "-q")
     _git(root, "add", "results")
