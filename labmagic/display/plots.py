@@ -27,11 +27,11 @@ from typing import Any
 from ..paths import atomic_write
 from ..store.schema import Row, shape_dims, shape_size
 
-#: Inches and dots per inch of the saved figure: 858 px wide, a little over the 784 px column it is scaled to.
-FIGSIZE = (7.8, 6.0)
-DPI = 110
-#: Smallest font on the figure (ticks, legend), in points at FIGSIZE.
-MIN_FONT_PT = 8
+#: Inches and dots per inch of the saved figure: 780 px wide, so the 784 px column shows it at its own size.
+FIGSIZE = (7.8, 6.8)
+DPI = 100
+#: Smallest font on the figure (ticks, legend), in points at FIGSIZE, and so at the page's size.
+MIN_FONT_PT = 9
 #: The most variants the legend quarter holds (two columns, the ceilings under them); more get a row of their own
 #: under the panels, VARIANT_COLUMNS to a line, each line LEGEND_LINE_IN inches tall.
 PANEL_VARIANTS = 16
@@ -117,7 +117,7 @@ def figure(result, variants=None):
 
     xlabel, xs = x_axis(result)
     series = _series(result, xs)
-    if len(series) <= PANEL_VARIANTS:
+    if len(series) <= PANEL_VARIANTS or len(series) > MAX_LEGEND:  # more than MAX_LEGEND fold into families
         fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
         axes = fig.subplot_mosaic([["latency", "roofline"], ["memory", "legend"]])
         ax_leg = ax_ceil = axes["legend"]
@@ -133,19 +133,22 @@ def figure(result, variants=None):
     # what the chapter's argument is about, GB/s against the measured copy ceiling, rather than latency.
     by_row = xlabel == ROW_LENGTH
     styles = variant_styles(list(variants or ()) + [r.variant for r in result.rows], _reference(result))
+    labels, styles = _folded(series, styles, by_row)
     for name, points in series.items():
         style = dict(styles[name], markersize=4, linewidth=1.2)
+        style.update(_THIN if name not in labels else {})
+        label = labels.get(name)
         if by_row:
             gb = [(x, r.gbps) for x, r in points if r.gbps]
-            ax_t.plot([g[0] for g in gb], [g[1] for g in gb], label=name, **style)
+            ax_t.plot([g[0] for g in gb], [g[1] for g in gb], label=label, **style)
         else:
-            ax_t.plot([p[0] for p in points], [p[1].ms_median for p in points], label=name, **style)
+            ax_t.plot([p[0] for p in points], [p[1].ms_median for p in points], label=label, **style)
         mem = [(x, r.peak_mem_bytes / 2**20) for x, r in points if r.peak_mem_bytes is not None]
         if mem:
-            ax_m.plot([m[0] for m in mem], [m[1] for m in mem], label=name, **style)
+            ax_m.plot([m[0] for m in mem], [m[1] for m in mem], label=label, **style)
         roof_pts = [(r.tflops / r.gbps * 1e3, r.tflops) for _, r in points if r.tflops and r.gbps]
         if roof_pts:
-            ax_r.plot([p[0] for p in roof_pts], [p[1] for p in roof_pts], label=name, **dict(style, linestyle=""))
+            ax_r.plot([p[0] for p in roof_pts], [p[1] for p in roof_pts], label=label, **dict(style, linestyle=""))
     first = ("bandwidth (median)", "GB/s") if by_row else ("latency (median)", "ms")
     for ax, title, ylabel in ((ax_t, *first), (ax_m, "peak extra memory per call", "MiB")):
         ax.set_xscale("log", base=2)
@@ -178,6 +181,33 @@ def figure(result, variants=None):
     fig.suptitle(f"{result.chapter} on {result.device}" + (f", {dtypes[0]}" if len(dtypes) == 1 else ""),
                  fontsize=MIN_FONT_PT + 2)
     return fig
+
+
+#: How a variant that its family's legend entry stands for is drawn: thin and faint, in that entry's colour.
+_THIN = {"linewidth": 0.7, "alpha": 0.45, "markersize": 2}
+
+
+def _folded(series, styles, by_row: bool) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Legend labels and styles: every variant named where there are at most :data:`MAX_LEGEND`; past that, one entry
+    a family (backend), its fastest variant at the largest size named for all of them ("cuda_x (+5 cuda)"), the
+    others drawn thin in its colour, and families past the eighth as one grey entry."""
+    if len(series) <= MAX_LEGEND:
+        return {name: name for name in series}, styles
+    points = {name: [(x, (r.gbps if by_row else r.ms_median) or 0.0, r) for x, r in pts]
+              for name, pts in series.items()}
+    kept, left = families(points, lower_is_better=not by_row, most=MAX_LEGEND - 1)
+    labels, styles = {}, dict(styles)
+    for family, (best, rest) in kept.items():
+        labels[best] = best + (f" (+{len(rest)} {family})" if rest else "")
+        if rest and family in FAMILY_COLOURS and styles[best]["color"] != "black":  # the reference stays black
+            styles[best] = dict(styles[best], color=FAMILY_COLOURS[family])
+        for variant in rest:
+            styles[variant] = dict(styles[variant], color=styles[best]["color"])
+    for i, variant in enumerate(left):
+        styles[variant] = dict(styles[variant], color=_OTHER_COLOUR)
+        if i == 0:
+            labels[variant] = f"{len(left)} more variant{'s' if len(left) > 1 else ''}"
+    return labels, styles
 
 
 def _draw_legend(ax, ax_ceilings, ax_variants, roofs) -> None:

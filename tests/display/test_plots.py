@@ -4,6 +4,7 @@ the book's 784 px text column."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 
@@ -40,7 +41,7 @@ def _result(variants, shapes, dtypes=("float32",)) -> BenchResult:
         for shape in shapes:
             for i, name in enumerate(variants):
                 ms = 0.5 + 0.1 * i
-                rows.append(Row("test_chapter", name, "cuda", shape, dtype, "ok", flops=2e9, nbytes=4e9,
+                rows.append(Row("test_chapter", name, name.split("_")[0], shape, dtype, "ok", flops=2e9, nbytes=4e9,
                                 ms_median=ms, tflops=2e9 / ms / 1e9, gbps=4e9 / ms / 1e6,
                                 vs_ref=0.5 / ms, peak_mem_bytes=2**30))
     return BenchResult("test_chapter", rows, True, "NVIDIA H200", roofline.find_spec("NVIDIA H200"), None)
@@ -51,14 +52,31 @@ def _axes(fig):
     return {ax.get_title(): ax for ax in fig.axes}
 
 
-def test_thirteen_variants_have_thirteen_styles_and_the_reference_is_black_dashed():
-    fig = plots.figure(_result(SGEMM_VARIANTS, ["512x512x512", "1024x1024x1024"]))
+def test_eight_variants_have_eight_styles_and_the_reference_is_black_dashed():
+    eight = SGEMM_VARIANTS[:plots.MAX_LEGEND]
+    fig = plots.figure(_result(eight, ["512x512x512", "1024x1024x1024"]))
     lines = {ln.get_label(): ln for ln in _axes(fig)["latency (median)"].get_lines()}
-    assert set(lines) == set(SGEMM_VARIANTS)
+    assert set(lines) == set(eight)
     looks = {(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines.values()}
-    assert len(looks) == len(SGEMM_VARIANTS)
+    assert len(looks) == len(eight)
     assert (lines["torch"].get_color(), lines["torch"].get_linestyle()) == ("black", "--")
     assert all(ln.get_color() != "black" for name, ln in lines.items() if name != "torch")
+
+
+def test_past_eight_variants_the_legend_names_families_and_every_variant_stands_behind_one_entry():
+    """Chapter 02's thirteen: one entry a family, its fastest named for the rest ("cuda_x (+10 cuda)"), the others
+    thin in its colour; the reference stays black and dashed."""
+    fig = plots.figure(_result(SGEMM_VARIANTS, ["512x512x512", "1024x1024x1024"]))
+    lines = _axes(fig)["latency (median)"].get_lines()
+    labelled = {ln.get_label(): ln for ln in lines if not ln.get_label().startswith("_")}
+    assert len(lines) == len(SGEMM_VARIANTS) and 0 < len(labelled) <= plots.MAX_LEGEND
+    behind = [1 + int(m.group(1)) if (m := re.search(r"\(\+(\d+) ", label)) else 1 for label in labelled]
+    assert sum(behind) == len(SGEMM_VARIANTS)
+    (cuda,) = [ln for label, ln in labelled.items() if label.endswith(" cuda)")]
+    thin = [ln for ln in lines if ln.get_label().startswith("_") and ln.get_color() == cuda.get_color()]
+    assert len(thin) == len([v for v in SGEMM_VARIANTS if v.startswith("cuda")]) - 1
+    ref = labelled["torch"]
+    assert (ref.get_color(), ref.get_linestyle()) == ("black", "--")
 
 
 def test_styles_follow_the_race_order_not_the_rows_a_figure_happens_to_have():
@@ -66,7 +84,7 @@ def test_styles_follow_the_race_order_not_the_rows_a_figure_happens_to_have():
     assert full == plots.variant_styles(SGEMM_VARIANTS, ref="torch")
     assert len({tuple(s.values()) for s in plots.variant_styles([f"v{i}" for i in range(70)]).values()}) == 70
     # A dtype's figure without cuda_naive keeps every other variant's colour when told the race's order.
-    without = _result([v for v in SGEMM_VARIANTS if v != "cuda_naive"], ["512x512x512"])
+    without = _result([v for v in SGEMM_VARIANTS[:plots.MAX_LEGEND] if v != "cuda_naive"], ["512x512x512"])
     fig = plots.figure(without, variants=SGEMM_VARIANTS)
     for ln in _axes(fig)["latency (median)"].get_lines():
         assert ln.get_color() == full[ln.get_label()]["color"]
@@ -129,13 +147,13 @@ def test_fits_the_book_column_with_fonts_of_8_pt_or_more(variants):
 
 
 def test_the_legend_has_a_panel_of_its_own():
-    fig = plots.figure(_result(SGEMM_VARIANTS, ["512x512x512", "1024x1024x1024"]))
+    fig = plots.figure(_result(SGEMM_VARIANTS[:plots.MAX_LEGEND], ["512x512x512", "1024x1024x1024"]))
     data_axes = [ax for ax in fig.axes if ax.get_title()]
     assert len(data_axes) == 3 and all(ax.get_legend() is None for ax in data_axes)
     (panel,) = [ax for ax in fig.axes if not ax.get_title()]
     assert not panel.get_lines()
     shown = {t.get_text() for t in panel.findobj(Text)}
-    assert set(SGEMM_VARIANTS) <= shown
+    assert set(SGEMM_VARIANTS[:plots.MAX_LEGEND]) <= shown
     assert any(s.startswith("spec: 4800 GB/s") for s in shown)
 
 
@@ -150,7 +168,7 @@ def test_the_variants_and_the_ceilings_cover_nothing(variants):
     assert fig.get_figwidth() * plots.DPI <= 1000
     panels = [ax for ax in fig.axes if not ax.get_title()]
     legends = [(ax, a.get_window_extent()) for ax in panels for a in ax.get_children() if isinstance(a, Legend)]
-    assert len(legends) == 2 and len(panels) == (1 if len(variants) <= plots.PANEL_VARIANTS else 2)
+    assert len(legends) == 2 and len(panels) == 1  # past eight variants the legend names families
     (_, first), (_, second) = legends
     assert not first.overlaps(second)
     width = fig.get_figwidth() * plots.DPI
