@@ -41,7 +41,7 @@ def _race_outputs(device: str, slow: float, tie: bool):
                         tflops=1100 / ms, gbps=400 / ms, sol_pct=70 / ms, ceiling_pct=(104 if i == 1 and slow < 1
                                                                                      else 99) / ms,
                         vs_ref=1.0 / (1.0 + 0.1 * i), vs_ref_low=0.9 if tie else 1.01, vs_ref_high=1.1,
-                        max_rel_err=3.1e-3 * slow, timer="cuda_event", source_hash=f"{int(slow * 1e6):012x}"))
+                        err_over_tol=0.31 * slow, timer="cuda_event", source_hash=f"{int(slow * 1e6):012x}"))
     ceilings = roofline.Ceilings(copy_gbps=4292.4 * slow, matmul_tflops={"bf16": 694.76 * slow})
     result = BenchResult("06_tensor_core_gemm", rows, True, device, roofline.find_spec(device), ceilings,
                          timer="cuda_event")

@@ -1,6 +1,6 @@
 """The book's exercises by name and by chapter, and where their notebooks and solutions live.
 
-Each chapter's exercises are declared in one module of :mod:`labmagic.exercises.chapters` (a list ``EXERCISES``);
+Each chapter's exercises are declared in one module of :mod:`labmagic.exercises.sets` (a list ``EXERCISES``);
 their statements and stubs are in ``book/exercises/<chapter>.ipynb``, one solution per exercise in
 ``book/solutions/<chapter>/<name>.ipynb`` (outside the published site and the reader's notebooks).
 """
@@ -15,8 +15,8 @@ from ..errors import LabError
 from ..paths import book_dir
 from .spec import Exercise
 
-#: One module of :mod:`labmagic.exercises.chapters` per chapter, in the book's order.
-CATALOG = tuple(f"labmagic.exercises.chapters.{name}" for name in (
+#: One module of :mod:`labmagic.exercises.sets` per chapter, in the book's order.
+CATALOG = tuple(f"labmagic.exercises.sets.{name}" for name in (
     "c01_vector_add", "c02_sgemm", "c03_online_softmax", "c04_rmsnorm", "c05_fused_softmax_rmsnorm",
     "c06_tensor_core_gemm", "c07_attention", "c08_int8"))
 

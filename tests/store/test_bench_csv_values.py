@@ -85,7 +85,10 @@ def test_the_results_page_shows_the_error_in_place_of_the_tables(tmp_path, case)
     with pytest.raises(LabError, match=f"^{CSV}, line 4: "):
         results_page.render(root)
     _results_body = pytest.importorskip("labmagic.sphinx.fill_results")._results_body  # Sphinx: the book extra
-    page = _results_body(root)
+    from sphinx.util.logging import skip_warningiserror
+
+    with skip_warningiserror():  # outside a build: a strict build earlier in this process left its filter behind
+        page = _results_body(root)
     assert f"The results could not be read: {CSV}, line 4: " in page and "cuda_float4" not in page
     assert RLO not in page and "v" * 41 not in page and "cuda_x" not in page  # the bad row is not on it
 
