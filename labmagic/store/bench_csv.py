@@ -66,12 +66,19 @@ def write_rows(path: Path, rows: Iterable[Mapping], key: tuple[str, ...] = KEY) 
         problem = row_problem(row)
         if problem:
             raise LabError(f"{path}: not writing a row that no reader would accept: {problem}")
+    return merge_rows(path, new, COLUMNS, key)
+
+
+def merge_rows(path: Path, new: list[Mapping], columns: list[str], key: tuple[str, ...]) -> Path:
+    """Replace the rows of the CSV at ``path`` whose ``key`` cells match one of ``new`` by ``new`` and keep the
+    rest, under the file's lock, written whole to a temporary that replaces the file; a failed write is a LabError
+    naming the CSV, which is left as it was."""
     new_keys = {tuple(r.get(k, "") for k in key) for r in new}
     try:
         with locked(path):
             kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in key) not in new_keys]
             text = io.StringIO()
-            writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
+            writer = csv.DictWriter(text, fieldnames=columns, restval="", extrasaction="ignore")
             writer.writeheader()
             writer.writerows(kept + new)
             atomic_write(path, text.getvalue())

@@ -9,14 +9,13 @@ CSVs (:func:`.bench_csv.locked`).
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import LabError
-from ..paths import atomic_write, results_dir
-from .bench_csv import locked, read_rows
+from ..paths import results_dir
+from .bench_csv import merge_rows
 from .schema import PROVENANCE_FIELDS, format_cell
 
 #: What was graded: the solution in ``book/solutions/``, or the reader's exercise notebook.
@@ -61,15 +60,7 @@ def write_exercise_rows(rows: Iterable[ExerciseRow], provenance: dict, slug: str
         cells = {f.name: format_cell(getattr(row, f.name)) for f in fields(ExerciseRow)}
         cells.update({k: format_cell(provenance.get(k, "")) for k in PROVENANCE_FIELDS})
         new.append(cells)
-    keys = {tuple(r[k] for k in KEY) for r in new}
-    with locked(path):
-        kept = [r for r in read_rows(path) if tuple(r.get(k, "") for k in KEY) not in keys]
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=COLUMNS, restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(kept + new)
-        atomic_write(path, text.getvalue())
-    return path
+    return merge_rows(path, new, COLUMNS, KEY)
 
 
 def read_exercise_rows(slug: str | None = None) -> list[ExerciseRow]:
