@@ -198,7 +198,7 @@ def _folded(series, styles, by_row: bool) -> tuple[dict[str, str], dict[str, dic
     kept, left = families(points, lower_is_better=not by_row, most=MAX_LEGEND - 1)
     labels, styles = {}, dict(styles)
     for family, (best, rest) in kept.items():
-        labels[best] = best + (f" (+{len(rest)} {family})" if rest else "")
+        labels[best] = family_label(family, best, rest)
         if rest and family in FAMILY_COLOURS and styles[best]["color"] != "black":  # the reference stays black
             styles[best] = dict(styles[best], color=FAMILY_COLOURS[family])
         for variant in rest:
@@ -206,7 +206,7 @@ def _folded(series, styles, by_row: bool) -> tuple[dict[str, str], dict[str, dic
     for i, variant in enumerate(left):
         styles[variant] = dict(styles[variant], color=_OTHER_COLOUR)
         if i == 0:
-            labels[variant] = f"{len(left)} more variant{'s' if len(left) > 1 else ''}"
+            labels[variant] = leftover_label(left)
     return labels, styles
 
 
@@ -394,6 +394,16 @@ def families(points: dict[str, list[tuple[float, float, Row]]], lower_is_better:
     return kept, left
 
 
+def family_label(family: str, best: str, rest: list[str]) -> str:
+    """A family's legend entry: its fastest variant, and how many more of the family its thin lines are."""
+    return best + (f" (+{len(rest)} {family})" if rest else "")
+
+
+def leftover_label(left: list[str]) -> str:
+    """The one grey entry for the variants of the families past the legend's room."""
+    return f"{len(left)} more variant{'s' if len(left) > 1 else ''}"
+
+
 def _draw_panel(ax, panel: Panel, points, ceilings) -> None:
     lower = panel.y == "ms_median"
     room = MAX_LEGEND - (1 if panel.ceiling and ceilings else 0)
@@ -407,13 +417,13 @@ def _draw_panel(ax, panel: Panel, points, ceilings) -> None:
             pts = points[variant]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, linewidth=0.8, alpha=0.4)
         pts = points[best]
-        label = best + (f" (+{len(rest)} {family})" if rest else "")
+        label = family_label(family, best, rest)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, linewidth=1.8, marker="o", markersize=3.5,
                 label=label, zorder=3)
     for i, variant in enumerate(left):
         pts = points[variant]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=_OTHER_COLOUR, linewidth=0.8, alpha=0.6,
-                label=f"{len(left)} more variants" if i == 0 else None)
+                label=leftover_label(left) if i == 0 else None)
     if panel.ceiling and ceilings:
         ax.axhline(ceilings.copy_gbps, color="black", linewidth=0.9, linestyle="--",
                    label=f"copy ceiling: {ceilings.copy_gbps:,.0f} GB/s")
