@@ -15,8 +15,8 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
    (:func:`labmagic.timing.time_host`): a row whose host time exceeds its device time is host-bound. Running out of
    memory is ``oom`` and skips the variant at larger shapes; allocator retries (a cudaMalloc that failed, emptied the
    cache, and succeeded) are counted. Each median gets its 95% interval over the timed calls, and ``vs_ref`` the
-   interval of the ratio (:mod:`labmagic.noise`): a ratio whose interval holds 1.00 is a tie in this run, whatever
-   its second decimal says.
+   interval of the ratio (:mod:`labmagic.timing.noise`): a ratio whose interval holds 1.00 is a tie in this run,
+   whatever its second decimal says.
 3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
    measured ceilings (``ceiling_pct``, above 100% for a kernel ahead of cuBLAS or the copy); a time below the
    physical floor, the spec sheet's, is flagged, not celebrated.
@@ -34,10 +34,10 @@ from collections.abc import Sequence
 
 from ..dsl import DSLUnavailable
 from ..errors import LabError, NoGPUError
-from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
+from ..timing.noise import ratio_interval
 from . import checks, roofline
 from .race import JAX_BACKENDS, TIMERS, BenchResult, Race
 from .sdpa import mentions_sdpa, sdpa_backend

@@ -173,7 +173,7 @@ def test_input_names_come_from_the_signature():
 # -- what a GPU records, read without one --------------------------------------------------------------------------
 
 def _event(name, stream, category="kernel"):
-    from labmagic.device_clock import DeviceEvent
+    from labmagic.timing.device_clock import DeviceEvent
 
     return DeviceEvent(name, 0.0, 1.0, stream, category)
 
