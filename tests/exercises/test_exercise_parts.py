@@ -235,7 +235,7 @@ MEMCHECK = """\
 
 
 def test_a_memcheck_finding_refuses_the_job_whose_kernel_it_names():
-    from labmagic.exercises.sanitize_pass import judge_findings
+    from labmagic.exercises.sanitizer_pass import judge_findings
     from labmagic.exercises.verdict import Grade
 
     source = "%%cuda_kernel\n" + "\n".join(f"// line {i}" for i in range(2, 8)) + "\n    out[n + 4096] = 1.f;\n"
