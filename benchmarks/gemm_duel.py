@@ -7,7 +7,7 @@ contenders and the reference, all of which hold the 700 W cap: cuBLAS, rung 6 (`
 (``cuda_wgmma_store_cluster``) and ``triton_tma``, in ``ROUNDS`` shuffled rounds of ``REP_MS`` ms each variant
 (the chapter's race: 16 rounds, 400 ms), repeated with ``REPEATS`` shuffle seeds. Each repetition gives every
 variant's median and its ratio to ``triton_tma`` with the 95% interval the race tables use
-(:func:`labmagic.noise.ratio_interval`): the rung is ahead in a repetition when the interval lies above 1, and
+(:func:`labmagic.timing.noise.ratio_interval`): the rung is ahead in a repetition when the interval lies above 1, and
 ahead at this size when it is so in every repetition.
 
 It replays ``book/06_tensor_core_gemm.ipynb`` up to its first ``%bench`` cell (size "quick") and uses the
@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from labmagic.child.replay import load_chapter
-    from labmagic.noise import ratio_interval
     from labmagic.paths import results_dir
     from labmagic.store.table_csv import write_table
     from labmagic.timing import CudaTimer, time_in_rounds
+    from labmagic.timing.noise import ratio_interval
 
     ns = load_chapter("06_tensor_core_gemm", parameters={"size": "quick"})
     n = args.size

@@ -1,7 +1,7 @@
 """Does ``%bench`` agree with Nsight Compute? Chapter 01's memory-bound kernels, timed both ways.
 
 For each kernel and size, the median that ``labmagic.bench`` reports (CUDA events, see
-``labmagic/timing.py``) is compared with Nsight Compute's ``gpu__time_duration.sum`` for the same
+``labmagic/timing/timers.py``) is compared with Nsight Compute's ``gpu__time_duration.sum`` for the same
 launches. The claim in issue 3 is agreement within 5% for kernels of 50 us and longer; sizes 2^24 to
 2^28 floats take about 40 us to 700 us on an H200, so the smallest size shows where the claim starts.
 

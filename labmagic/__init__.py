@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from . import runtime as _runtime
 
+_runtime.configure()
 #: Notes for the reader produced while configuring the environment (printed by ``%load_ext``).
-SETUP_NOTES = [note for note in (_runtime.configure_triton(),) if note]
-_runtime.configure_jax()
+SETUP_NOTES = _runtime.SETUP_NOTES
 
 from .dsl import DSLUnavailable  # noqa: E402
 from .errors import ArgumentError, CompileError, LabError, NoGPUError  # noqa: E402

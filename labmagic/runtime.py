@@ -104,6 +104,18 @@ def torch_device() -> str:
     return "cuda" if has_gpu() else "cpu"
 
 
+#: Notes for the reader produced while configuring the environment (:func:`configure`, run when ``labmagic`` is
+#: imported; ``%load_ext labmagic`` prints them). Also ``labmagic.SETUP_NOTES``.
+SETUP_NOTES: list[str] = []
+
+
+def configure() -> None:
+    """Configure Triton and JAX for this machine (:func:`configure_triton`, :func:`configure_jax`) and keep the
+    reader's notes in :data:`SETUP_NOTES`, replacing those of an earlier call."""
+    SETUP_NOTES[:] = [note for note in (configure_triton(),) if note]
+    configure_jax()
+
+
 #: Triton's FP fusion (a * b + c as one FMA). On through Triton 3.9, whose default it is and which warns that 3.10
 #: turns it off; the book's Triton kernels were compiled and measured with it on. A user's own setting wins.
 TRITON_FP_FUSION = "1"

@@ -1,5 +1,7 @@
-"""The package's shape: imports run downhill (no cycles, counting imports inside functions too), no module uses
-another module's private name, every module's file name is used once, and each folder is a package."""
+"""The package's shape: imports run downhill (no cycles, counting imports inside functions too, and none of the
+uphill arrows named in UPHILL), no module uses another module's private name, every module's file name is used once,
+each folder is a package, and the top level holds at most MAX_TOP_LEVEL modules. An import under
+``if TYPE_CHECKING:`` names a type for annotations only and never runs, so it is not an arrow."""
 
 from __future__ import annotations
 
@@ -28,12 +30,25 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
     return ".".join(base + ([target] if target else []))
 
 
-def _imports(module: str) -> list[tuple[str, str | None, int]]:
-    """(imported module, imported name or None, line) for every import in ``module``, at any depth."""
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside an ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) block's body."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            inside |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return inside
+
+
+def _imports(module: str, source: str | None = None) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every import in ``module`` that runs, at any depth
+    (``source``: the module's text, when not the file's)."""
     path = MODULES[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
+    skipped = _type_checking_only(tree)
     found = []
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -99,6 +114,55 @@ def test_imports_form_no_cycle():
 def test_a_planted_cycle_is_found():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: Arrows that ran uphill and were cut: (importer, imported). A lower stage must not import these even inside a
+#: function; an importer or an imported name ending in ``.*`` covers the package's modules too.
+UPHILL = [
+    ("labmagic.child.replay", "labmagic.benchmark.*"),  # replay finds a chapter's race by its shape, not its class
+    ("labmagic.display.module_report", "labmagic.compiler.resources"),  # Resources names a type only
+    ("labmagic.magics.*", "labmagic"),  # the root imports the magics; their setup notes live in runtime
+]
+
+
+def _matches(module: str, pattern: str) -> bool:
+    return module == pattern.removesuffix(".*") or (pattern.endswith(".*") and module.startswith(pattern[:-1]))
+
+
+def _uphill(imports: dict[str, list[tuple[str, str | None, int]]]) -> list[str]:
+    """``importer:line imports target`` for every import in ``imports`` (module -> its imports) that UPHILL forbids."""
+    return [f"{module}:{line} imports {target}" + (f".{name}" if name else "")
+            for module, found in imports.items() for target, name, line in found
+            for src, dst in UPHILL if _matches(module, src) and _matches(target, dst)]
+
+
+def test_no_import_runs_up_a_cut_arrow():
+    offences = _uphill({module: _imports(module) for module in MODULES})
+    assert not offences, "\n".join(offences)
+
+
+def test_a_planted_uphill_import_is_found_and_a_type_checking_one_is_not():
+    lazy = "def f():\n    from ..benchmark.race import Race\n    return Race\n"
+    assert _uphill({"labmagic.child.replay": _imports("labmagic.child.replay", lazy)}) == [
+        "labmagic.child.replay:2 imports labmagic.benchmark.race.Race"]
+    root = "def load():\n    from .. import SETUP_NOTES\n"
+    assert _uphill({"labmagic.magics": _imports("labmagic.magics", root)}) == [
+        "labmagic.magics:2 imports labmagic.SETUP_NOTES"]
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..compiler.resources import Resources\n"
+    assert _uphill({"labmagic.display.module_report": _imports("labmagic.display.module_report", typed)}) == []
+    downhill = "from ..runtime import SETUP_NOTES\nfrom .. import dsl\n"
+    assert _uphill({"labmagic.magics": _imports("labmagic.magics", downhill)}) == []
+
+
+#: The most modules (and packages) directly under labmagic/, __init__ aside.
+MAX_TOP_LEVEL = 10
+
+
+def test_the_top_level_is_small():
+    top = sorted(p.stem if p.suffix else p.name for p in PACKAGE.iterdir()
+                 if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file())
+    modules = [name for name in top if (PACKAGE / f"{name}.py").is_file()]
+    assert len(modules) <= MAX_TOP_LEVEL, f"{len(modules)} top-level modules: {', '.join(modules)}"
 
 
 def test_no_module_imports_another_modules_private_name():

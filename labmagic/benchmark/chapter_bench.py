@@ -142,7 +142,7 @@ def _bench_one(name: str, race, variants, shapes, spec: BenchSpec, record: dict)
     result = bench(race, shapes=shapes, variants=variants, timer=spec.timer, save=None if spec.save else False,
                    plot=False, save_png=spec.plot)
     if spec.nsight:
-        from .nsight_check import nsight_checked  # the child's tooling, only when asked
+        from .ncu_check import nsight_checked  # the child's tooling, only when asked
 
         nsight_checked(race, result)
     text = render_markdown(result, race.ref, title=name)

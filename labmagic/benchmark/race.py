@@ -114,7 +114,7 @@ class BenchResult:
     csv_path: Any = None
     png_path: Any = None
     png: bytes | None = None
-    nsight_check: Any = None  # %bench --nsight: the rows re-timed by Nsight Compute (benchmark.nsight_check)
+    nsight_check: Any = None  # %bench --nsight: the rows re-timed by Nsight Compute (benchmark.ncu_check)
 
     @property
     def shapes(self) -> list[str]:

@@ -6,17 +6,17 @@ returns a :class:`~labmagic.benchmark.race.BenchResult`. The order of work is th
 1. **Correctness first**, on the awkward ``check_shapes`` with fresh random inputs, against ``ref``
    (:mod:`labmagic.benchmark.checks`). A variant that fails is ``mismatch`` and is never timed; one that raises is
    ``error``; a CUDA variant on a machine without a GPU is ``needs_gpu``, one in a DSL that is not installed
-   (:mod:`labmagic.dsl`) is ``skipped``. The sweep goes on. With ``sanitize``, a
-   CUDA variant that passed runs again under compute-sanitizer memcheck (:mod:`labmagic.benchmark.memcheck`), which
-   sees the out-of-bounds writes that the allocator's slack hides from the comparison.
+   (:mod:`labmagic.dsl`) is ``skipped``. The sweep goes on. With ``sanitize``, a CUDA variant that passed runs again
+   under compute-sanitizer memcheck (:mod:`labmagic.benchmark.sanitizer_check`), which sees the out-of-bounds writes
+   that the allocator's slack hides from the comparison.
 2. **Timing** (:mod:`labmagic.timing`), shape by shape from small to large, over rotated input sets. The
    output of the timed calls is checked again afterwards, so a variant cannot be right once and fast
    (and wrong) afterwards. Then a few eager calls give the row's host time and isolated latency
    (:func:`labmagic.timing.time_host`): a row whose host time exceeds its device time is host-bound. Running out of
    memory is ``oom`` and skips the variant at larger shapes; allocator retries (a cudaMalloc that failed, emptied the
    cache, and succeeded) are counted. Each median gets its 95% interval over the timed calls, and ``vs_ref`` the
-   interval of the ratio (:mod:`labmagic.noise`): a ratio whose interval holds 1.00 is a tie in this run, whatever
-   its second decimal says.
+   interval of the ratio (:mod:`labmagic.timing.noise`): a ratio whose interval holds 1.00 is a tie in this run,
+   whatever its second decimal says.
 3. **Judgement** against two roofs (:mod:`labmagic.benchmark.roofline`): the spec sheet (``sol_pct``) and this GPU's
    measured ceilings (``ceiling_pct``, above 100% for a kernel ahead of cuBLAS or the copy); a time below the
    physical floor, the spec sheet's, is flagged, not celebrated.
@@ -34,10 +34,10 @@ from collections.abc import Sequence
 
 from ..dsl import DSLUnavailable
 from ..errors import LabError, NoGPUError
-from ..noise import ratio_interval
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
+from ..timing.noise import ratio_interval
 from . import checks, roofline
 from .race import JAX_BACKENDS, TIMERS, BenchResult, Race
 from .sdpa import mentions_sdpa, sdpa_backend
@@ -297,7 +297,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     never saved automatically). ``save`` defaults to True exactly when a GPU measured the rows, and
     ``save_png=False`` leaves the chapter's plots on disk as they were.
     ``sanitize`` runs each CUDA variant that passed the check once more under compute-sanitizer memcheck, in a
-    child, before anything is timed (:mod:`labmagic.benchmark.memcheck`); a finding makes it an ``error`` row.
+    child, before anything is timed (:mod:`labmagic.benchmark.sanitizer_check`); a finding makes it an ``error`` row.
     """
     shapes = _shapes_in_order(race, shapes)
     if not shapes:  # no rows would come of it, and a save would write a CSV holding only its header
@@ -313,7 +313,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     if sanitize and not gpu:
         notes.append("sanitize needs a GPU: nothing ran under memcheck")
     elif sanitize:
-        from .memcheck import sanitize_checked  # imports the child's tooling only when asked
+        from .sanitizer_check import sanitize_checked  # imports the child's tooling only when asked
 
         sanitize_checked(race, names, verdicts, notes)
     rows: list[Row] = []

@@ -14,7 +14,7 @@ Modes:
 - ``run``: like ``ncu`` without a tool: checks the mechanism works (also on a CPU machine).
 - ``list``: print the race's variants, shapes and check shapes; call nothing.
 - ``nsight-time``: every (variant, shape) of ``--jobs FILE``, each call between marker kernels, for the parent's
-  cross-check of ``%bench`` against Nsight Compute (:mod:`labmagic.child.nsight_time`).
+  cross-check of ``%bench`` against Nsight Compute (:mod:`labmagic.child.ncu_time`).
 - ``bench``: the races, shapes and variants of ``--spec FILE`` checked, timed and saved as ``%bench`` does, for
   ``labmagic bench`` (:mod:`labmagic.benchmark.chapter_bench`); the record holds the tables to print.
 
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                      "check_shapes": [shape_str(s) for s in race.check_shapes]})
             return 0
         if args.mode == "nsight-time":
-            from .nsight_time import read_jobs, time_jobs
+            from .ncu_time import read_jobs, time_jobs
 
             _report({**time_jobs(race, read_jobs(args.jobs), args.iters, args.warmup), "ok": True})
             return 0

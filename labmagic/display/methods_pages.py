@@ -256,7 +256,7 @@ def roofline_figure(slug: str, points: list[dict], ceilings, spec):
 
 def nsight_rows(root: Path) -> dict[str, list[dict]]:
     """Per GPU slug: every row of its ``nsight_check/<chapter>.csv`` files, each with its ``chapter``."""
-    from ..benchmark.nsight_check import read_check_csv
+    from ..benchmark.ncu_check import read_check_csv
 
     out: dict[str, list[dict]] = {}
     for slug, folder in _gpu_dirs(root, "nsight_check"):
@@ -271,7 +271,7 @@ def nsight_rows(root: Path) -> dict[str, list[dict]]:
 
 def nsight_section(root: Path) -> str:
     """Per GPU: events / Nsight against the call's length, the claim's band, and the verdicts counted."""
-    from ..benchmark.nsight_check import AGREE_WITHIN, AGREES, CLAIMED_FROM_MS, DISAGREES, SHORT
+    from ..benchmark.ncu_check import AGREE_WITHIN, AGREES, CLAIMED_FROM_MS, DISAGREES, SHORT
 
     out = []
     for slug, rows in nsight_rows(root).items():

@@ -8,10 +8,13 @@ not centred as notebook front ends centre tables by default.
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from ..compiler.binding import display_name
-from ..compiler.resources import Resources
 from .units import small_bytes
+
+if TYPE_CHECKING:
+    from ..compiler.resources import Resources
 
 
 def resource_fields(res: Resources) -> list[tuple[str, str, bool]]:

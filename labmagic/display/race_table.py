@@ -24,7 +24,7 @@ import base64
 import html
 
 from ..benchmark import roofline
-from ..noise import includes_one
+from ..timing.noise import includes_one
 from .markdown import md_table, text
 
 MEASURED_COLUMNS = ["variant", "backend", "status", "median ms", "host ms", "isolated ms", "95% CI ms", "min-max ms",

@@ -19,10 +19,10 @@ import pandas as pd
 
 from ..benchmark import roofline
 from ..errors import LabError
-from ..noise import includes_one
 from ..store.catalog import check_inside_results, distinct, load, measured_ok
 from ..store.schema import OK, OOM, host_bound, shape_dims, shape_size
 from ..store.staleness import with_staleness
+from ..timing.noise import includes_one
 from . import chapters
 from .markdown import Markup, md_table, text
 from .race_table import HOST_BOUND, SAME_AS_REF

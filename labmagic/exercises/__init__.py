@@ -16,7 +16,7 @@ The data flows through these modules, in this order:
   inside guard zones): the checks that refuse the known cheats.
 - :mod:`.grading`: one submission graded in-process (in a child), into a :class:`.verdict.Grade`.
 - :mod:`.judge_child` is that child; :mod:`.judge` starts it, gives every call a time limit, survives a crash or a
-  hang, and adds compute-sanitizer's verdict on a GPU (:mod:`.sanitize_pass`).
+  hang, and adds compute-sanitizer's verdict on a GPU (:mod:`.sanitizer_pass`).
 
 In CI (``pytest tests book --nbval-lax``) each exercise notebook runs as a reader first opens it: the stubs compile
 and define their functions. A grading cell never raises (a failing stub is a grade, shown), but each one starts a

@@ -8,7 +8,7 @@ and a new child takes the jobs left. A child that dies (a crashed CUDA context, 
 same way. The reader's notebook, or the CLI, never runs the submission itself and survives all of this.
 
 On a GPU, CUDA submissions that graded well then run once more under compute-sanitizer's memcheck
-(:mod:`.sanitize_pass`): a write outside the output that the guard zones did not see makes the grade ``refused``.
+(:mod:`.sanitizer_pass`): a write outside the output that the guard zones did not see makes the grade ``refused``.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def grade_all(submissions: list[Submission], options: JudgeOptions | None = None
                 grade.origin = grade.origin or submissions[todo[k]].origin
                 grades[todo[k]] = grade
             if options.sanitize and has_gpu():
-                from .sanitize_pass import sanitize
+                from .sanitizer_pass import sanitize
 
                 chosen = [k for k, i in enumerate(todo) if grades[i].good and grades[i].language == "cuda"]
                 if chosen:

@@ -2,8 +2,8 @@
 
 One call runs under ``torch.profiler`` with CUDA activity, whose Kineto backend reads CUPTI's records of every
 kernel, memcpy and memset of the process with the stream each ran on. Right before the call the judge launches a
-marker kernel (``torch.cuda._sleep``, :data:`labmagic.device_clock.MARKER`) on the current stream; after it, it drains
-the device. Everything else recorded is the call's work, and:
+marker kernel (``torch.cuda._sleep``, :data:`labmagic.timing.device_clock.MARKER`) on the current stream; after it, it
+drains the device. Everything else recorded is the call's work, and:
 
 - a kernel that is not one of the submission's own (a ``%%cuda_kernel`` kernel or a ``@triton.jit`` function of its
   cells, matched by name) and not a fill of an allocation is another library's: cuBLAS's, torch's, CuPy's;
@@ -23,7 +23,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..device_clock import MARKER, DeviceEvent, read_trace
+from ..timing.device_clock import MARKER, DeviceEvent, read_trace
 
 #: Kernels any submission may cause: torch filling an allocation (``torch.zeros``, ``fill_``) and memsets.
 FILL_KERNELS = re.compile(r"FillFunctor|fill_kernel|[Mm]emset")

@@ -13,6 +13,7 @@ import sys
 from ..compiler import faults
 from ..display import warning_line
 from ..errors import LabError
+from ..runtime import SETUP_NOTES
 
 #: Modules whose ``register(ipython)`` adds magics: %%cuda_kernel, %bench, %ncu / %sanitize, %triton_panel, %%dsl,
 #: %exercise.
@@ -43,8 +44,6 @@ def _show_lab_error(shell, etype, value, tb, tb_offset=None):
 
 
 def load_ipython_extension(ipython) -> None:
-    from .. import SETUP_NOTES
-
     for name in MAGIC_MODULES:
         importlib.import_module(name).register(ipython)
     ipython.set_custom_exc((LabError, RuntimeError), _show_lab_error)

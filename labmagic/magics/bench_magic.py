@@ -139,7 +139,7 @@ class BenchMagics(Magics):
                        target=args.target or s.target or None, plot=s.plot and not args.no_plot,
                        rep_ms=s.rep_ms, warmup_ms=s.warmup_ms, sanitize=sanitize, timer=timer)
         if args.nsight or args.timer == "nsight" or s.nsight or nsight_from_env():
-            from ..benchmark.nsight_check import nsight_checked  # the child's tooling, only when asked
+            from ..benchmark.ncu_check import nsight_checked  # the child's tooling, only when asked
 
             nsight_checked(race, result)
         return result

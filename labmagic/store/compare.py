@@ -2,7 +2,7 @@
 
 Two sets of bench rows (each what :func:`labmagic.store.catalog.load` gives) are joined on GPU, chapter, variant,
 shape and dtype. A row *changed* when its median moved by more than ``threshold`` (relative; 2% by default) **and**,
-where both rows carry the medians' 95% intervals (:mod:`labmagic.noise`), those intervals do not overlap. The
+where both rows carry the medians' 95% intervals (:mod:`labmagic.timing.noise`), those intervals do not overlap. The
 threshold is there because an interval describes the calls of one run: two runs also differ by what no interval
 of either sees (clocks, temperature, the machine), which on the H200 has been about 1%. Rows measured before the
 intervals existed are judged by the threshold alone, and the table says so.

@@ -41,7 +41,7 @@ class Row:
     ms_median: float | None = None
     ms_min: float | None = None
     ms_max: float | None = None
-    ms_ci_low: float | None = None  # the median's 95% interval (labmagic.noise), over the `samples` timed calls
+    ms_ci_low: float | None = None  # the median's 95% interval (labmagic.timing.noise), over the `samples` timed calls
     ms_ci_high: float | None = None
     samples: int | None = None
     # One eager call, timed on the host (labmagic.timing.time_host): its median time from the Python call to its

@@ -11,7 +11,7 @@ import re
 import nbformat
 import pytest
 
-from labmagic.benchmark.nsight_check import COLUMNS as NSIGHT_COLUMNS
+from labmagic.benchmark.ncu_check import COLUMNS as NSIGHT_COLUMNS
 from labmagic.compiler.backend import refusal
 from labmagic.display import methods_pages as pages
 from labmagic.errors import LabError
@@ -140,7 +140,7 @@ def test_the_nsight_cross_check_counts_verdicts_and_names_the_worst_judged_row(r
     ([("torch", "64", "float32", "soon", "0.1", "1", "agrees", "c", "t")], NSIGHT_COLUMNS,
      ", line 2: event_ms is 'soon', not a time"),
     ([("torch", "64")], NSIGHT_COLUMNS, ", line 2: 2 fields where the header has 9"),
-    ([], ("variant", "ms"), ": the header is not labmagic.benchmark.nsight_check.COLUMNS"),
+    ([], ("variant", "ms"), ": the header is not labmagic.benchmark.ncu_check.COLUMNS"),
 ])
 def test_a_cross_check_csv_no_sweep_writes_stops_the_page_naming_file_and_line(root, rows, header, what):
     _nsight(root, rows, header)

@@ -173,7 +173,7 @@ def test_input_names_come_from_the_signature():
 # -- what a GPU records, read without one --------------------------------------------------------------------------
 
 def _event(name, stream, category="kernel"):
-    from labmagic.device_clock import DeviceEvent
+    from labmagic.timing.device_clock import DeviceEvent
 
     return DeviceEvent(name, 0.0, 1.0, stream, category)
 
@@ -235,7 +235,7 @@ MEMCHECK = """\
 
 
 def test_a_memcheck_finding_refuses_the_job_whose_kernel_it_names():
-    from labmagic.exercises.sanitize_pass import judge_findings
+    from labmagic.exercises.sanitizer_pass import judge_findings
     from labmagic.exercises.verdict import Grade
 
     source = "%%cuda_kernel\n" + "\n".join(f"// line {i}" for i in range(2, 8)) + "\n    out[n + 4096] = 1.f;\n"

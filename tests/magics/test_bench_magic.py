@@ -59,7 +59,7 @@ def test_sanitize_reaches_bench_from_the_flag_or_the_sweep(race_shell, monkeypat
 @pytest.mark.parametrize("line, nsight_note", [("--timer graph", False), ("--timer events", False),
                                                ("--timer nsight", True)])
 def test_timer_reaches_bench_and_nsight_is_the_cross_check(race_shell, line, nsight_note):
-    from labmagic.benchmark.nsight_check import NO_GPU_NOTE
+    from labmagic.benchmark.ncu_check import NO_GPU_NOTE
 
     result = race_shell.run(f"%bench shapes_race --no-plot {line}")
     assert not result.measured  # no GPU: a prediction whatever the timer

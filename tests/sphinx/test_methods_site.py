@@ -9,7 +9,7 @@ import re
 import pytest
 from sitebuild import ROOT, build_site, page_text
 
-from labmagic.benchmark.nsight_check import AGREES, read_check_csv
+from labmagic.benchmark.ncu_check import AGREES, read_check_csv
 from labmagic.compiler.backend import refusal
 from labmagic.display.methods_pages import EXAMPLE_HIP
 

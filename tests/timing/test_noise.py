@@ -1,4 +1,4 @@
-"""The medians' confidence intervals (labmagic.noise): exact order-statistic ranks, real coverage on skewed
+"""The medians' confidence intervals (labmagic.timing.noise): exact order-statistic ranks, real coverage on skewed
 samples, the ratio's interval, and what a race row and its table make of them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from labmagic.noise import includes_one, median_interval, rank_for, ratio_interval
+from labmagic.timing.noise import includes_one, median_interval, rank_for, ratio_interval
 
 
 @pytest.mark.parametrize("n, rank", [(6, 1), (10, 2), (20, 6), (50, 18), (100, 40)])

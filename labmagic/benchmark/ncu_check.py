@@ -8,7 +8,7 @@ and longer (:data:`CLAIMED_FROM_MS`); below that, launch latency and the gaps be
 part of what the events see and Nsight does not, so a short call is reported as such, not judged.
 
 After :func:`~labmagic.benchmark.runner.bench`, every row with status ``ok`` is timed again in **one** child process
-(:mod:`labmagic.child.nsight_time`, the chapter replayed from disk) under
+(:mod:`labmagic.child.ncu_time`, the chapter replayed from disk) under
 
     ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum \\
         --csv --page raw --print-units base --log-file LOG  python -m labmagic.child --mode nsight-time ...
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..child.ncu_report import KernelProfile, diagnose, parse_raw_csv
 from ..child.ncu_run import find_ncu
-from ..child.nsight_time import MARKER_KERNEL, MODE, write_jobs
+from ..child.ncu_time import MARKER_KERNEL, MODE, write_jobs
 from ..child.protocol import child_env, child_record, log_tail, param_args
 from ..errors import LabError
 from ..paths import atomic_write, chapter_path, check_chapter_name, repo_root, results_dir
@@ -124,12 +124,12 @@ class NsightCheck:
         return max(judged, key=lambda x: abs(math.log(x))) if judged else None
 
     def _repr_html_(self) -> str:
-        from ..display.nsight_view import check_html
+        from ..display.ncu_view import check_html
 
         return check_html(self)
 
     def __repr__(self) -> str:
-        from ..display.nsight_view import check_text
+        from ..display.ncu_view import check_text
 
         return check_text(self)
 
@@ -312,7 +312,7 @@ def read_check_csv(path: Path | str, name: str | None = None) -> list[dict]:
         with open(path, newline="", encoding="utf-8") as handle:
             reader = csv.reader(handle, strict=True)
             if next(reader, None) != list(COLUMNS):
-                raise LabError(f"{name}: the header is not labmagic.benchmark.nsight_check.COLUMNS")
+                raise LabError(f"{name}: the header is not labmagic.benchmark.ncu_check.COLUMNS")
             for record in reader:
                 where = f"{name}, line {reader.line_num}"
                 if len(record) != len(COLUMNS):

@@ -16,7 +16,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from ..benchmark.memcheck import memcheck_reason
+from ..benchmark.sanitizer_check import memcheck_reason
 from ..child.protocol import child_env
 from ..child.sanitizer_report import attach_sources, parse_output
 from ..child.sanitizer_run import UNPOOLED, SanitizeResult, find_sanitizer, sanitizer_command

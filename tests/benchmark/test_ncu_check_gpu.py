@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from labmagic.benchmark import nsight_check as nc
+from labmagic.benchmark import ncu_check as nc
 from labmagic.store.schema import OK
 
 pytestmark = pytest.mark.gpu

@@ -1,6 +1,6 @@
 """``bench(..., sanitize=True)`` on CPU: the no-GPU note, the not-a-chapter note, and a memcheck finding becoming
 the variant's ``error`` verdict (compute-sanitizer itself replaced at the point of use; the real run is in
-test_bench_memcheck_gpu)."""
+test_sanitizer_check_gpu)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import labmagic
-from labmagic.benchmark import Race, bench, memcheck
+from labmagic.benchmark import Race, bench, sanitizer_check
 from labmagic.child.sanitizer_report import Finding
 from labmagic.child.sanitizer_run import SanitizeResult
 from labmagic.store.schema import ERROR, OK
@@ -32,7 +32,7 @@ def _finding(kernel="vecadd_oob", line=4, kind="Invalid __global__ write of size
 def _sanitized(race):
     """The verdicts of a race whose check passed, and the notes, after the memcheck pass over it."""
     verdicts, notes = _verdicts(race), []
-    memcheck.sanitize_checked(race, list(race.variants), verdicts, notes)
+    sanitizer_check.sanitize_checked(race, list(race.variants), verdicts, notes)
     return verdicts, notes
 
 
@@ -42,7 +42,7 @@ def _verdicts(race):
 
 @pytest.mark.skipif(labmagic.has_gpu(), reason="the no-GPU path")
 def test_without_a_gpu_sanitize_is_one_note_and_nothing_runs(monkeypatch):
-    monkeypatch.setattr(memcheck, "sanitize_variant", lambda *a, **k: pytest.fail("sanitizer ran without a GPU"))
+    monkeypatch.setattr(sanitizer_check, "sanitize_variant", lambda *a, **k: pytest.fail("sanitizer ran without a GPU"))
     result = bench(_race("test_race"), sanitize=True, plot=False)
     assert [n for n in result.notes if "sanitize" in n] == ["sanitize needs a GPU: nothing ran under memcheck"]
     assert not [n for n in bench(_race("test_race"), plot=False).notes if "sanitize" in n]
@@ -50,7 +50,7 @@ def test_without_a_gpu_sanitize_is_one_note_and_nothing_runs(monkeypatch):
 
 def test_a_race_that_is_no_chapter_on_disk_is_a_note_not_a_failure(tmp_path, monkeypatch):
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
-    monkeypatch.setattr(memcheck, "sanitize_variant", lambda *a, **k: pytest.fail("no chapter to replay"))
+    monkeypatch.setattr(sanitizer_check, "sanitize_variant", lambda *a, **k: pytest.fail("no chapter to replay"))
     race = _race("97_scratch")
     verdicts, notes = _sanitized(race)
     assert verdicts == _verdicts(race)
@@ -77,7 +77,7 @@ def test_a_finding_makes_the_cuda_variant_an_error_naming_kernel_and_cell_line(c
         return SanitizeResult("97_oob", variant, shape, tool, findings if variant == "cuda_oob" else [], 0 if
                               variant != "cuda_oob" else 2)
 
-    monkeypatch.setattr(memcheck, "sanitize_variant", fake)
+    monkeypatch.setattr(sanitizer_check, "sanitize_variant", fake)
     race = _race("97_oob")
     verdicts, notes = _sanitized(race)
     # Only the CUDA variant that passed its check, at the largest check shape; not the reference, not Triton.
@@ -90,7 +90,7 @@ def test_a_finding_makes_the_cuda_variant_an_error_naming_kernel_and_cell_line(c
 
 
 def test_a_clean_run_keeps_the_verdict_and_a_child_that_died_is_a_note(chapter, monkeypatch):
-    monkeypatch.setattr(memcheck, "sanitize_variant", lambda c, v, s=None, *, tool: SanitizeResult(
+    monkeypatch.setattr(sanitizer_check, "sanitize_variant", lambda c, v, s=None, *, tool: SanitizeResult(
         "97_oob", v, s, tool, [], 0, child_error="NameError: name 'vecadd' is not defined"))
     race = _race("97_oob")
     verdicts, notes = _sanitized(race)
@@ -101,6 +101,6 @@ def test_a_clean_run_keeps_the_verdict_and_a_child_that_died_is_a_note(chapter, 
 
 def test_a_finding_without_line_info_says_how_to_get_it():
     result = SanitizeResult("97_oob", "cuda_oob", "31", "memcheck", [_finding(line=None)], 1)
-    assert memcheck.memcheck_reason(result) == ("memcheck: Invalid __global__ write of size 4 bytes in vecadd_oob "
+    assert sanitizer_check.memcheck_reason(result) == ("memcheck: Invalid __global__ write of size 4 bytes in vecadd_oob "
                                                 "(no line info: compile with -lineinfo)")
-    assert memcheck.memcheck_reason(SanitizeResult("97_oob", "cuda_oob", "31", "memcheck", [], 0)) is None
+    assert sanitizer_check.memcheck_reason(SanitizeResult("97_oob", "cuda_oob", "31", "memcheck", [], 0)) is None

@@ -14,10 +14,10 @@ import torch
 
 import labmagic
 from labmagic.benchmark import Race
-from labmagic.benchmark import nsight_check as nc
+from labmagic.benchmark import ncu_check as nc
 from labmagic.benchmark.race import BenchResult
 from labmagic.child.ncu_report import parse_raw_csv
-from labmagic.child.nsight_time import read_jobs, write_jobs
+from labmagic.child.ncu_time import read_jobs, write_jobs
 from labmagic.child.protocol import child_env, child_record
 from labmagic.errors import LabError
 from labmagic.runtime import device_slug

@@ -32,7 +32,7 @@ of every result row:
     calls the rule above asks for, but no more than fit in ``rep_ms / min_reps`` (at least one): a 2 ms call on 64
     small input sets is captured 5 times, not 64, so its replays take about ``rep_ms`` in all (:meth:`graph_calls`).
     ``triton.testing.do_bench_cudagraph`` is the method's anchor: it replays one input set's calls without eviction,
-    so on one input set the two must agree (``tests/test_timing_graph_gpu``). A call that cannot be captured (it
+    so on one input set the two must agree (``tests/timing/test_timing_graph_gpu``). A call that cannot be captured (it
     synchronizes, copies to the host, or runs on streams of its own, as JAX does) is timed as without the request
     (events, or the device clock for JAX), and its row's note says why, with the exception's first line: its
     ``timer`` column then names the method that did time it.
@@ -44,7 +44,7 @@ of every result row:
     primary context). Before each call the L2 is evicted, an opening marker kernel
     (``torch.cuda._sleep``) is launched and the device drained; after the call's result is ready a
     closing marker follows. A call's time is the span from the first start to the last end of the
-    device work between its two markers (:mod:`labmagic.device_clock`). *In* the span: every kernel
+    device work between its two markers (:mod:`labmagic.timing.device_clock`). *In* the span: every kernel
     of the call and the gaps between them (a multi-kernel JAX program that idles the GPU between
     kernels pays for it). *Out*: JAX's host dispatch before the first kernel, the completion wake-up
     after the last, and the eviction. A single-kernel call therefore reads what Nsight Compute's
@@ -496,7 +496,7 @@ class CudaTimer:
 
     def _time_cupti(self, fn, input_sets, reps) -> Timing:
         """Bracket ``calls + 1`` calls with marker kernels under the profiler; time the last ``calls``
-        from their kernels' CUPTI records (see the module docstring and :mod:`labmagic.device_clock`)."""
+        from their kernels' CUPTI records (see the module docstring and :mod:`labmagic.timing.device_clock`)."""
         import torch
 
         k = len(input_sets)

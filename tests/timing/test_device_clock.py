@@ -1,4 +1,4 @@
-"""Splitting CUPTI device records into timed calls (labmagic.device_clock), on synthetic Kineto traces."""
+"""Splitting CUPTI device records into timed calls (labmagic.timing.device_clock), on synthetic Kineto traces."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from labmagic.device_clock import DeviceEvent, call_spans_ms, device_events, read_trace
+from labmagic.timing.device_clock import DeviceEvent, call_spans_ms, device_events, read_trace
 
 SPIN = "void at::cuda::(anonymous namespace)::spin_kernel(long)"
 EVICT = "void at::native::reduce_kernel<512, 1, ReduceOp<int, MaxOps<int>>>(...)"

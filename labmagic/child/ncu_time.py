@@ -9,7 +9,7 @@ module loads, autotuning), then inside ``cudaProfilerStart/Stop``: a marker, a c
 and one closing marker. The marker is ``torch.cuda._sleep(1)``, one launch of PyTorch's ``spin_kernel``
 (:data:`MARKER_KERNEL`), a kernel no variant launches, so in ncu's launch-ordered rows the kernels between two
 markers are exactly one call's (a JAX variant's too: the synchronize waits for JAX's own streams before the next
-marker is launched). The parent (:mod:`labmagic.benchmark.nsight_check`) re-reads that layout from the record this
+marker is launched). The parent (:mod:`labmagic.benchmark.ncu_check`) re-reads that layout from the record this
 returns: per job, how many markers and calls it launched, or the error that stopped it.
 """
 
