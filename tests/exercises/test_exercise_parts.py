@@ -215,6 +215,9 @@ def test_the_time_is_held_to_the_floor_and_the_bar():
     slow = Grade("copy_float4")
     judge_time(slow, 1.25, "cuda_event", "n=8", bar, 0.5, "nvidia-h200")
     assert slow.status == "fail" and "(80% of the speed asked for)" in slow.verdict
+    hair = Grade("add_bf16")  # the H200's add_bf16: 0.443 ms against 0.4414 is 99.6% of the speed, and a fail
+    judge_time(hair, 0.443, "cuda_event", "n=8", BarValue(0.4414, 0.375, "at n=8"), 0.3, "nvidia-h200")
+    assert hair.status == "fail" and "(99% of the speed asked for)" in hair.verdict, hair.verdict
     unmeasured = Grade("copy_float4")
     judge_time(unmeasured, 0.8, "cuda_event", "n=8", None, 0.5, "nvidia-l4")
     assert unmeasured.status == "correct" and "no bar measured for nvidia-l4" in unmeasured.notes[0]
