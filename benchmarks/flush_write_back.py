@@ -6,9 +6,9 @@ lines, which are written back to HBM when the next kernel's misses evict them: i
 measures that charge on one memory-bound kernel of about 40 us on an H200 (``torch.add`` of 2^24 float32: 201 MB):
 
     for each of PAIRS pairs, alternating which flush goes first:
-        event, flush, event, torch.cuda._sleep, event, kernel, event     (once after reading, once after zero_())
+        sleep, event, flush, event, sleep, event, kernel, event     (once after reading, once after zero_())
 
-The sleep outlasts the host's enqueueing, so the kernel's interval holds the kernel, as in ``CudaTimer``; both
+Each ``torch.cuda._sleep`` outlasts the host's enqueueing, so an interval holds its kernel, as in ``CudaTimer``; both
 flushes use a buffer of the same size (twice the L2). The row (``labmagic.benchmark.write_back.COLUMNS``) holds the
 kernel's median after each flush, the median of the paired differences (after ``zero_()`` minus after reading) with
 its 95% interval, the flush kernels' own medians, and the run's provenance. The Timing page of the book quotes it.
@@ -58,6 +58,7 @@ def measure(log2: int, pairs: int) -> dict:
         events = {}
         for name in order:
             marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            torch.cuda._sleep(cycles)  # the flush's interval, too, holds the flush and not the host's enqueueing
             marks[0].record()
             flushes[name]()
             marks[1].record()
