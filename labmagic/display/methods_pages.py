@@ -12,6 +12,8 @@ A page asks for a part by name with a fenced block that :mod:`labmagic.sphinx.fi
   measured ceilings, and the same points as a table.
 - ``nsight-agreement``: per GPU, ``%bench``'s event times against Nsight Compute's for every row a
   ``--timer nsight`` sweep cross-checked (``results/<gpu>/nsight_check/<chapter>.csv``).
+- ``flush-write-back``: per GPU, what an L2 flush by ``zero_()`` adds to the next kernel against a flush by reading
+  (``results/<gpu>/flush_write_back.csv``, written by ``benchmarks/flush_write_back.py``).
 - ``chapter-chart 01_vector_add``: the chart ``%bench`` saved for a chapter (``results/<gpu>/bench/<chapter>.png``).
 - ``hip-refusal``: the line ``%%cuda_kernel`` answers with under a ROCm build of torch.
 - ``porting-inventory``: per chapter, what its code uses that has no HIP equivalent or changes on AMD's CDNA
@@ -326,6 +328,36 @@ def nsight_figure(slug: str, rows: list[dict], within: float, from_ms: float):
     return fig
 
 
+def write_back_section(root: Path) -> str:
+    """Per GPU: the kernel's time after each flush, the write-back the dirty lines add, and the flushes' own times,
+    each row with where and when it was measured; a note saying so where no GPU has measured it."""
+    from ..benchmark.write_back import FILE_NAME, read_write_back_csv
+
+    out = []
+    for slug, path in _gpu_dirs(root, FILE_NAME):
+        name = path.relative_to(root).as_posix()
+        for row in read_write_back_csv(path, name):
+            low, high = row["write_back_low_us"], row["write_back_high_us"]
+            interval = f", 95% interval {low:+.2f} to {high:+.2f} µs" if low is not None and high is not None else ""
+            share = (f", {row['write_back_us'] / row['after_read_us']:+.0%} of the kernel's time"
+                     if row["after_read_us"] > 0 else "")
+            made = ", ".join(f"{label} {text(row[key])}" for key, label in
+                             (("gpu", "on"), ("driver", "driver"), ("cuda", "CUDA"), ("torch", "torch"),
+                              ("git_commit", "commit"), ("timestamp", "at")) if row[key])
+            out += [f"**{text(slug)}** (`{text(name)}`): {text(row['kernel'])} of {row['n']:,} elements "
+                    f"({row['kernel_bytes'] / 1e6:,.0f} MB moved) took **{row['after_read_us']:.2f} µs** after the "
+                    f"L2 was flushed by reading and **{row['after_zero_us']:.2f} µs** after `zero_()`: the write-back "
+                    f"of the dirty lines added **{row['write_back_us']:+.2f} µs** (the median of {row['pairs']} "
+                    f"paired differences{interval}){share}. Both flushes used a {row['flush_bytes'] / 2**20:,.0f} MiB "
+                    f"buffer (the L2: {row['l2_bytes'] / 2**20:,.0f} MiB); reading it took {row['read_flush_us']:.2f} "
+                    f"µs, zeroing it {row['zero_flush_us']:.2f} µs. Measured by `benchmarks/flush_write_back.py` "
+                    f"{made or '(no provenance recorded)'}.", ""]
+    if not out:
+        return ("```{note}\nNot measured yet: `python benchmarks/flush_write_back.py` on a GPU writes "
+                "`results/<gpu>/flush_write_back.csv`, and this page quotes it.\n```")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------------------- ROCm
 
 
@@ -396,6 +428,7 @@ GENERATED = {
     "ceilings": ceilings_section,
     "book-roofline": book_roofline_section,
     "nsight-agreement": nsight_section,
+    "flush-write-back": write_back_section,
     "porting-inventory": inventory_section,
     "chapter-chart": chapter_chart_section,
     "hip-refusal": hip_refusal_section,

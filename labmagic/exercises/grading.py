@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import linecache
+import math
 import random
 import traceback
 from collections.abc import Callable
@@ -471,8 +472,9 @@ def judge_time(result: Grade, ms: float, method: str, at: str, bar, floor: float
         result.status, result.verdict = PASS, f"correct, and {ms:.4g} ms at {at} meets the bar of {bar.ms:.4g} ms"
     else:
         result.status = FAIL
+        # Rounded down: a time a hair over the bar must not read "100% of the speed asked for" beside "fail".
         result.verdict = (f"correct but too slow: {ms:.4g} ms at {at} against a bar of {bar.ms:.4g} ms "
-                          f"({bar.ms / ms:.0%} of the speed asked for)")
+                          f"({math.floor(100 * bar.ms / ms)}% of the speed asked for)")
 
 
 # -- helpers --------------------------------------------------------------------------------------------------------

@@ -57,6 +57,8 @@ def judge_findings(log: str, ran: dict[int, dict], grades: list[Grade]) -> None:
     findings, errors = parse_output(log, "memcheck")
     sources = {k: tuple(v) for r in ran.values() for k, v in (r.get("sources") or {}).items()}
     attach_sources(findings, sources)
+    everyone = {name for r in ran.values() for name in (r.get("kernels") or [])}
+    untied = [f for f in findings if not (f.kernel and any(name in f.kernel for name in everyone))]
     for k, grade in enumerate(grades):
         record = ran.get(k)
         if record is None:
@@ -77,7 +79,17 @@ def judge_findings(log: str, ran: dict[int, dict], grades: list[Grade]) -> None:
             grade.checks.append(f"compute-sanitizer memcheck at {result.shape}: clean")
     if errors and not any(g.status == REFUSED for g in grades):
         for grade in grades:
-            grade.notes.append(f"compute-sanitizer reported {errors} error(s) it did not tie to a kernel")
+            grade.notes.append(f"compute-sanitizer reported {errors} error(s) it did not tie to a kernel"
+                               + untied_text(untied))
+
+
+def untied_text(untied: list) -> str:
+    """What the sanitizer's errors outside the submissions' kernels were, as far as its log says: the kinds, each
+    with its count and place, the first three (a torch or driver call that failed, a library's kernel)."""
+    if not untied:
+        return " (its log names none)"
+    shown = "; ".join(f"{f.kind} x{f.count}" + (f" in {f.kernel}" if f.kernel else "") for f in untied[:3])
+    return f": {shown}" + (f" (+{len(untied) - 3} more kinds)" if len(untied) > 3 else "")
 
 
 def _records(stdout: str) -> dict[int, dict]:

@@ -10,7 +10,8 @@ of every result row:
     call two things go on the stream, outside the interval. First an L2 eviction: a *read* of a buffer
     twice the L2's size, which leaves the cache clean and cold, the state Nsight Compute's cache
     control gives each kernel. (A ``zero_()`` flush, as often used, leaves the L2 full of *dirty*
-    lines whose write-back lands inside the next kernel: +6 us on a 45 us vector add on an H200.)
+    lines whose write-back lands inside the next kernel: ``benchmarks/flush_write_back.py`` measures
+    how much, into ``results/<gpu>/flush_write_back.csv``.)
     Then a short ``torch.cuda._sleep`` that outlasts the host's enqueue time of the call, so the start
     event is *queued behind work* when it is recorded and the interval holds the kernels, not the
     Python launch overhead (10-40 us, which would otherwise dominate a 50 us kernel). The interval of

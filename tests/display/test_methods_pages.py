@@ -12,6 +12,8 @@ import nbformat
 import pytest
 
 from labmagic.benchmark.ncu_check import COLUMNS as NSIGHT_COLUMNS
+from labmagic.benchmark.write_back import COLUMNS as WRITE_BACK_COLUMNS
+from labmagic.benchmark.write_back import format_row
 from labmagic.compiler.backend import refusal
 from labmagic.display import methods_pages as pages
 from labmagic.errors import LabError
@@ -115,6 +117,7 @@ def test_without_ceilings_or_rows_the_pages_say_what_to_run(root):
     assert "`labmagic sweep --timer nsight`" in pages.generated("nsight-agreement", root)
     assert "No chart of 01_vector_add yet" in pages.generated("chapter-chart", root, "01_vector_add")
     assert "no chapters yet" in pages.generated("porting-inventory", root)
+    assert "Not measured yet: `python benchmarks/flush_write_back.py`" in pages.generated("flush-write-back", root)
 
 
 def _nsight(root, rows, header=NSIGHT_COLUMNS):
@@ -146,6 +149,64 @@ def test_a_cross_check_csv_no_sweep_writes_stops_the_page_naming_file_and_line(r
     _nsight(root, rows, header)
     with pytest.raises(LabError, match=re.escape(f"results/nvidia-h200/nsight_check/01_add.csv{what}")):
         pages.generated("nsight-agreement", root)
+
+
+WRITE_BACK = {"kernel": "torch.add float32", "n": 16777216, "kernel_bytes": 201326592, "l2_bytes": 52428800,
+              "flush_bytes": 104857600, "pairs": 200, "after_read_us": 44.5, "after_zero_us": 51.25,
+              "write_back_us": 6.5, "write_back_low_us": 6.0, "write_back_high_us": 7.125, "read_flush_us": 30.0,
+              "zero_flush_us": 28.0, "gpu": "NVIDIA H200", "driver": "580.1", "cuda": "13.0", "torch": "2.11.0",
+              "git_commit": "abc1234", "timestamp": "2026-12-04T19:00:00+00:00"}
+
+
+def _write_back(root, rows, header=WRITE_BACK_COLUMNS):
+    path = root / "results" / "nvidia-h200" / "flush_write_back.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([header, *rows])
+    return path
+
+
+def test_the_write_back_figure_is_the_csvs_with_its_provenance(root):
+    _write_back(root, [list(format_row(WRITE_BACK).values())])
+    md = pages.generated("flush-write-back", root)
+    assert ("torch.add float32 of 16,777,216 elements (201 MB moved) took **44.50 µs** after the L2 was flushed by "
+            "reading and **51.25 µs** after `zero_()`: the write-back of the dirty lines added **+6.50 µs** (the "
+            "median of 200 paired differences, 95% interval +6.00 to +7.12 µs), +15% of the kernel's time") in md
+    assert "Both flushes used a 100 MiB buffer (the L2: 50 MiB); reading it took 30.00 µs, zeroing it 28.00 µs" in md
+    assert "on NVIDIA H200, driver 580.1, CUDA 13.0, torch 2.11.0, commit abc1234, at 2026-12-04T19:00:00+00:00" in md
+    assert "`results/nvidia-h200/flush_write_back.csv`" in md and "Not measured" not in md
+
+
+def test_a_write_back_row_without_an_interval_or_with_hostile_text_reads_as_plain_text(root):
+    hostile = dict(WRITE_BACK, kernel="<img src=x onerror=alert(1)>", write_back_us=-0.5, write_back_low_us=None,
+                   write_back_high_us=None, git_commit="{eval-rst}")
+    _write_back(root, [list(format_row(hostile).values())])
+    md = pages.generated("flush-write-back", root)
+    assert "<img" not in md and "{eval-rst}" not in md and "&#60;img src=x onerror=alert(1)&#62;" in md
+    assert "added **-0.50 µs** (the median of 200 paired differences)" in md
+
+
+@pytest.mark.parametrize("change, what", [
+    ({"after_zero_us": "soon"}, ", line 2: after_zero_us is 'soon', not a time"),
+    ({"read_flush_us": "-3"}, ", line 2: read_flush_us is '-3', not a time"),
+    ({"write_back_us": "nan"}, ", line 2: write_back_us is 'nan', not a time"),
+    ({"pairs": "0"}, ", line 2: pairs is '0', not a positive count"),
+    ({"n": "1e9"}, ", line 2: n is '1e9', not a positive count"),
+])
+def test_a_write_back_csv_the_script_does_not_write_stops_the_page_naming_file_and_line(root, change, what):
+    _write_back(root, [list(dict(format_row(WRITE_BACK), **change).values())])
+    with pytest.raises(LabError, match=re.escape(f"results/nvidia-h200/flush_write_back.csv{what}")):
+        pages.generated("flush-write-back", root)
+
+
+@pytest.mark.parametrize("rows, header, what", [
+    ([("torch.add", "64")], WRITE_BACK_COLUMNS, f", line 2: 2 fields where the header has {len(WRITE_BACK_COLUMNS)}"),
+    ([], ("kernel", "us"), ": the header is not labmagic.benchmark.write_back.COLUMNS"),
+])
+def test_a_write_back_csv_of_another_shape_stops_the_page_naming_it(root, rows, header, what):
+    _write_back(root, rows, header)
+    with pytest.raises(LabError, match=re.escape(f"results/nvidia-h200/flush_write_back.csv{what}")):
+        pages.generated("flush-write-back", root)
 
 
 def test_the_porting_inventory_counts_what_a_hip_port_rewrites_in_code_cells_only(root):

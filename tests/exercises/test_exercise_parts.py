@@ -215,6 +215,9 @@ def test_the_time_is_held_to_the_floor_and_the_bar():
     slow = Grade("copy_float4")
     judge_time(slow, 1.25, "cuda_event", "n=8", bar, 0.5, "nvidia-h200")
     assert slow.status == "fail" and "(80% of the speed asked for)" in slow.verdict
+    hair = Grade("add_bf16")  # the H200's add_bf16: 0.443 ms against 0.4414 is 99.6% of the speed, and a fail
+    judge_time(hair, 0.443, "cuda_event", "n=8", BarValue(0.4414, 0.375, "at n=8"), 0.3, "nvidia-h200")
+    assert hair.status == "fail" and "(99% of the speed asked for)" in hair.verdict, hair.verdict
     unmeasured = Grade("copy_float4")
     judge_time(unmeasured, 0.8, "cuda_event", "n=8", None, 0.5, "nvidia-l4")
     assert unmeasured.status == "correct" and "no bar measured for nvidia-l4" in unmeasured.notes[0]
@@ -232,6 +235,41 @@ MEMCHECK = """\
 =========
 ========= ERROR SUMMARY: 1 error
 """
+
+
+UNTIED = """\
+========= COMPUTE-SANITIZER
+========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFuncGetAttributes.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFuncGetAttributes.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= Invalid __global__ read of size 4 bytes
+=========     at void at::native::elementwise_kernel<128, 4>+0x90
+=========     by thread (1,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+
+
+def test_sanitizer_errors_outside_the_submissions_kernels_are_named_on_each_grade_and_refuse_none():
+    from labmagic.exercises.sanitize_pass import judge_findings
+    from labmagic.exercises.verdict import Grade
+
+    ran = {0: {"event": "ran", "kernels": ["copy_float4_kernel"], "shape": "100003", "sources": {}},
+           1: {"event": "ran", "kernels": ["add_bf16_kernel"], "shape": "100003", "sources": {}}}
+    grades = [Grade("copy_float4", status="pass"), Grade("add_bf16", status="pass")]
+    judge_findings(UNTIED, ran, grades)
+    assert [g.status for g in grades] == ["pass", "pass"]
+    for grade in grades:
+        assert grade.notes == ["compute-sanitizer reported 3 error(s) it did not tie to a kernel: Program hit "
+                               "cudaErrorInvalidValue (error 1) due to \"invalid argument\" on CUDA API call to "
+                               "cudaFuncGetAttributes. x2; Invalid __global__ read of size 4 bytes x1 in void "
+                               "at::native::elementwise_kernel<128, 4>"]
+    bare = [Grade("copy_float4", status="pass")]
+    judge_findings("========= ERROR SUMMARY: 2 errors\n", {0: ran[0]}, bare)
+    assert bare[0].notes == ["compute-sanitizer reported 2 error(s) it did not tie to a kernel (its log names none)"]
 
 
 def test_a_memcheck_finding_refuses_the_job_whose_kernel_it_names():
