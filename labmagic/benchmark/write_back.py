@@ -6,7 +6,7 @@
 full of dirty lines, written back to HBM inside the next timed interval. The script times one memory-bound kernel
 after each flush, alternating, the same number of times; one row holds the medians, the median of the paired
 differences (after ``zero_()`` minus after reading, pair ``i`` being the ``i``-th sample of each) with its 95%
-interval (:func:`labmagic.noise.median_interval`), the flushes' own times, and the run's provenance.
+interval (:func:`labmagic.timing.noise.median_interval`), the flushes' own times, and the run's provenance.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import LabError
-from ..noise import median_interval
+from ..timing.noise import median_interval
 
 #: The CSV's file name under ``results/<gpu>/``.
 FILE_NAME = "flush_write_back.csv"

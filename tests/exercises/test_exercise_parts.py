@@ -254,7 +254,7 @@ UNTIED = """\
 
 
 def test_sanitizer_errors_outside_the_submissions_kernels_are_named_on_each_grade_and_refuse_none():
-    from labmagic.exercises.sanitize_pass import judge_findings
+    from labmagic.exercises.sanitizer_pass import judge_findings
     from labmagic.exercises.verdict import Grade
 
     ran = {0: {"event": "ran", "kernels": ["copy_float4_kernel"], "shape": "100003", "sources": {}},
