@@ -74,3 +74,13 @@ def test_chapter_01_passes_on_cpu_with_cuda_variants_needing_a_gpu():
     assert rows["torch"] == rows["triton"] == rows["pallas"] == "pass"
     assert {v for v, s in rows.items() if s == "needs"} == {"cuda_naive", "cuda_float4", "cuda_grid_stride"}
     assert "3 variants need a GPU" in proc.stdout and proc.stdout.rstrip().endswith("passed: 3 pass, 3 needs GPU")
+
+
+def test_a_race_benched_after_the_first_bench_is_found_by_name(tmp_path):
+    """``labmagic test 08 --race race_w8a8``: a race defined and benched after the chapter's first %bench (chapter
+    08's race_w8a8) is replayed through its own cell, not only up to the first %bench."""
+    path = write_chapter(tmp_path / "98_scratch_late.ipynb", RACE_CELL.format(with_wrong=False), "%bench race",
+                         RACE_CELL.format(with_wrong=True).replace("race = ", "race_late = "), "%bench race_late")
+    proc = labmagic_test(path, "--race", "race_late")
+    assert proc.returncode == 1 and "wrong " in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("FAILED: 2 pass, 1 MISMATCH")
