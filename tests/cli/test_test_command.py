@@ -84,3 +84,16 @@ def test_a_race_benched_after_the_first_bench_is_found_by_name(tmp_path):
     proc = labmagic_test(path, "--race", "race_late")
     assert proc.returncode == 1 and "wrong " in proc.stdout, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("FAILED: 2 pass, 1 MISMATCH")
+
+
+def test_chapter_08s_w8a8_race_is_replayed_with_its_peers_skipped_on_cpu():
+    """race_w8a8 is benched after chapter 08's first %bench, and its variants were defined in a no-replay check cell:
+    the replay reaches it now, the chapter's three variants pass, and the peers (torchao, gemlite; the .[peers] extra
+    CI does not install) read skipped, or needs GPU where they are installed."""
+    proc = labmagic_test("08", "-p", "size=quick", "--race", "race_w8a8")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split()[0]: line.split()[1:3] for line in proc.stdout.splitlines() if line.strip()}
+    assert all(rows[v] == [b, "pass"] for v, b in
+               (("bf16_cublas", "cublas"), ("unfused_torch", "torch"), ("triton_w8a8", "triton")))
+    assert rows["torchao_w8a8"][0] == "torchao" and rows["gemlite_w8a8"][0] == "gemlite"
+    assert {rows["torchao_w8a8"][1], rows["gemlite_w8a8"][1]} <= {"skipped", "needs"}
