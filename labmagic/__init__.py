@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call", "race_figure",
-    "target_arch",
+    "bench", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call",
+    "race_figure", "target_arch",
     "torch_device", "triton_panel",
 ]
 
@@ -40,6 +40,14 @@ def bench(*args, **kwargs):
     from .benchmark.runner import bench as _bench
 
     return _bench(*args, **kwargs)
+
+
+def check_variants(*args, **kwargs):
+    """A chapter's own check over its variants, dtypes and shapes, as a table (see
+    :func:`labmagic.benchmark.check_table.check_variants`)."""
+    from .benchmark.check_table import check_variants as _check_variants
+
+    return _check_variants(*args, **kwargs)
 
 
 def pallas_call(*args, **kwargs):

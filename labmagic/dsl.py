@@ -1,10 +1,12 @@
-"""The Python kernel DSLs beside CUDA C, Triton and Pallas: which are installed, which can run here, and why not.
+"""The Python kernel DSLs beside CUDA C, Triton and Pallas, and the open-source peers the races time beside the book's
+kernels: which are installed, which can run here, and why not.
 
-Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all). A chapter writes its
-variants for a DSL in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`). Where the DSL cannot run, the cell
-is skipped and each variant it names becomes an :func:`unavailable` stand-in that raises the reason: a race records
-:class:`DSLUnavailable` (not installed, or it fails to import) as a ``skipped`` row and :class:`NoGPUError` as
-``needs_gpu``, never as a failed chapter.
+Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all); the peers (``torchao``,
+``gemlite``: the int8 linears serving stacks call) are one extra, ``.[peers]``, which CI does not install. A chapter
+writes its variants for a DSL, or over a peer's API, in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`).
+Where the DSL cannot run, the cell is skipped and each variant it names becomes an :func:`unavailable` stand-in that
+raises the reason: a race records :class:`DSLUnavailable` (not installed, or it fails to import) as a ``skipped`` row
+and :class:`NoGPUError` as ``needs_gpu``, never as a failed chapter.
 
 Without a GPU:
 
@@ -12,6 +14,8 @@ Without a GPU:
   skipped, except a ``%%dsl gluon --compile`` cell, which runs to compile its kernels for the GPU (their compile
   panels, :func:`labmagic.triton_panel`) and guards its launches with :func:`labmagic.has_gpu`;
 - ``helion``: runs eagerly in PyTorch on the CPU (:func:`environment`);
+- ``torchao`` and ``gemlite``: need a GPU (their int8 kernels are CUDA and Triton; gemlite's would not run in
+  Triton's interpreter);
 - ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU (both compile without one, but their variants here
   compile when first launched). TileLang builds with nvcc: :func:`environment` points ``CUDA_HOME`` at a toolkit.
 """
@@ -53,6 +57,10 @@ class DSL:
     #: sets what the DSL reads from the environment once, at import; run before anything imports it (finding a
     #: submodule imports its parent package) and kept for the session
     prepare: Callable[[], None] | None = None
+    #: the pip extra that installs it (default: its name); the peers share ``peers``
+    extra: str = ""
+    #: a library whose kernels a race times beside the book's (a peer), rather than a language to write kernels in
+    peer: bool = False
 
     def version(self) -> str:
         try:
@@ -97,6 +105,8 @@ DSLS: dict[str, DSL] = {d.name: d for d in (
     DSL("tilelang", "tilelang", "tilelang", interpret=False, loggers=("tilelang",), prepare=_prepare_tilelang),
     DSL("cutedsl", "cutlass.cute", "nvidia-cutlass-dsl", interpret=False, min_arch=90,
         prepare=_dump_outside_the_book),
+    DSL("torchao", "torchao", "torchao", interpret=False, extra="peers", peer=True),
+    DSL("gemlite", "gemlite", "gemlite", interpret=False, extra="peers", peer=True),
 )}
 
 
@@ -129,9 +139,10 @@ def why_not(name: str) -> LabError | None:
     row reads there). The DSL is imported, in its :func:`environment`, only when it could run."""
     dsl = get(name)
     if not _importable(dsl):
-        return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{name}]')")
+        return DSLUnavailable(f"{name} is not installed (pip install 'labmagic[{dsl.extra or name}]')")
     if not has_gpu() and not dsl.interpret:
-        return NoGPUError(f"{name} has no interpreter: its variants need a GPU")
+        return NoGPUError(f"{name} runs on a GPU only: its variants need one" if dsl.peer
+                          else f"{name} has no interpreter: its variants need a GPU")
     digits = re.sub(r"\D", "", gpu_arch() or "")
     if digits and int(digits) < dsl.min_arch:
         return NoGPUError(f"{name}'s variants here need sm_{dsl.min_arch} or newer; this GPU is {gpu_arch()}")

@@ -82,6 +82,38 @@ def test_race_row_of_a_missing_dsl_is_skipped_with_the_reason(missing):
     assert rows["torch"].status in (OK, PREDICTED) and rows["torch"].error == ""  # the reference still ran
 
 
+def test_a_peer_is_installed_by_the_peers_extra_runs_on_a_gpu_only_and_has_its_own_backend(monkeypatch, tmp_path):
+    """torchao and gemlite (chapter 08's W8A8 peers) are %%dsl entries installed by one extra, .[peers]; a race files
+    their variants under their own backend, and without a GPU they need one, whatever interpreter torch has."""
+    monkeypatch.setitem(dsl.DSLS, "nopeer", dsl.DSL("nopeer", "labmagic_test_no_such_peer", "nopeer",
+                                                    interpret=False, extra="peers", peer=True))
+    assert str(dsl.why_not("nopeer")) == "nopeer is not installed (pip install 'labmagic[peers]')"
+    (tmp_path / "labmagic_test_fake_peer.py").write_text("VERSION = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(dsl.DSLS, "fakepeer", dsl.DSL("fakepeer", "labmagic_test_fake_peer", "fakepeer",
+                                                      interpret=False, extra="peers", peer=True))
+    verdict = dsl.why_not("fakepeer")
+    if labmagic.has_gpu():
+        assert verdict is None
+    else:
+        assert isinstance(verdict, NoGPUError) and str(verdict) == "fakepeer runs on a GPU only: its variants need one"
+    assert dsl.get("torchao").extra == dsl.get("gemlite").extra == "peers"
+    race = labmagic.Race(chapter="08_int8", ref="torch_w", make_inputs=lambda n: (n,),
+                         variants={"torch_w": abs, "torchao_w8a8": abs, "gemlite_w8a8": abs})
+    assert [race.backend(n) for n in race.variants] == ["torch", "torchao", "gemlite"]
+
+
+def test_the_peers_extra_pins_each_peer_and_ci_does_not_install_it():
+    from pathlib import Path
+
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2"]
+    assert not any("peers" in dep for name in ("test", "dsls", "cpu") for dep in extras[name])
+
+
 def test_helion_environment_swaps_the_interpreters_and_restores(monkeypatch):
     if labmagic.has_gpu():
         pytest.skip("the no-GPU environment")

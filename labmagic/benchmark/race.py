@@ -79,10 +79,11 @@ class Race:
             raise LabError(f"race {self.chapter!r}: limits name unknown variants: {', '.join(sorted(unknown))}")
 
     def backend(self, name: str) -> str:
-        """The variant's backend: declared in ``backends``, else its name's prefix (``triton_v2`` -> triton)."""
+        """The variant's backend: declared in ``backends``, else its name's longest known prefix (``triton_v2`` ->
+        triton, ``torchao_w8a8`` -> torchao, not torch)."""
         if self.backends and name in self.backends:
             return self.backends[name]
-        for prefix in BACKEND_PREFIXES:
+        for prefix in sorted(BACKEND_PREFIXES, key=len, reverse=True):
             if name.startswith(prefix):
                 return prefix
         return "other"

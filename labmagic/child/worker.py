@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             _report({**record, "ok": True})
             return 0
-        namespace = load_chapter(args.chapter, parameters=params or None)
+        # A named race may be benched after the first %bench (chapter 08's race_w8a8): replay through its cell.
+        namespace = load_chapter(args.chapter, parameters=params or None, through=[args.race] if args.race else None)
         race = find_race(namespace, args.race)
         if args.mode == "list":
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,

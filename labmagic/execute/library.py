@@ -1,12 +1,14 @@
 """The book's kernels as a library: ``labmagic.kernel("07_attention", "cuda_wgmma_pingpong")`` returns a chapter's
 variant as a Python callable, for a script or another chapter, without anyone re-running the notebook by hand.
 
-The chapter is replayed as ``%ncu`` replays it (:func:`labmagic.child.replay.load_chapter`): its code cells up to its
-first ``%bench``, in a real IPython shell with labmagic loaded, so ``%%cuda_kernel`` cells compile through the same
-compile cache as in the notebook (an unchanged cell costs a file read) and Triton and Pallas variants are the
-chapter's own functions, never copies. Inside a notebook the replay runs in a namespace of its own that is swapped in
-for the duration and then put back: chapter 07's ``size`` or ``check`` never overwrite the caller's. A chapter is
-replayed once per process and file version; later calls are a dictionary lookup.
+The chapter is replayed as ``labmagic bench`` replays it (:func:`labmagic.child.replay.load_chapter`): its code cells
+up to the cell that benches its last race (the ``%bench`` lines and the cells tagged ``no-replay`` left out, so a race
+defined after the first ``%bench``, such as chapter 08's ``race_w8a8``, is there too), in a real IPython shell with
+labmagic loaded, so ``%%cuda_kernel`` cells compile through the same compile cache as in the notebook (an unchanged
+cell costs a file read) and Triton and Pallas variants are the chapter's own functions, never copies. Inside a notebook
+the replay runs in a namespace of its own that is swapped in for the duration and then put back: chapter 07's ``size``
+or ``check`` never overwrite the caller's. A chapter is replayed once per process and file version; later calls are a
+dictionary lookup.
 
 Which callable a name means, in this order:
 
@@ -74,15 +76,18 @@ def chapter_namespace(chapter: str, parameters: dict | None = None) -> dict:
 
 
 def _replay(path: Path, parameters: dict | None) -> dict:
+    import json
+
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..child.replay import load_chapter
+    from ..child.replay import benched_races, load_chapter
 
+    through = benched_races(json.loads(path.read_text(encoding="utf-8"))) or None  # every race the chapter benches
     if not InteractiveShell.initialized():  # a script: the process's shell is ours
-        return dict(load_chapter(path, parameters))
+        return dict(load_chapter(path, parameters, through=through))
     ip = InteractiveShell.instance()
     with _own_namespace(ip) as ns:
-        load_chapter(path, parameters, shell=ip)
+        load_chapter(path, parameters, shell=ip, through=through)
     return ns
 
 

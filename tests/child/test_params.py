@@ -107,5 +107,12 @@ def test_the_cli_lists_the_variants_of_the_race_it_names(tmp_path):
     path.write_text(json.dumps(nb))
     assert chapter_variants(_cli([str(path), "--race", "race_b"])) == ({}, ["torch", "torch_sq"])
     assert chapter_variants(_cli([str(path), "--race", "race"])) == ({}, ["torch"])
+    # race_b benched after race's %bench (chapter 08's race_w8a8): the child replays through race_b's cell
+    nb["cells"][1:1] = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                         "source": "%bench race"}]
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "%bench race_b"})
+    path.write_text(json.dumps(nb))
+    assert chapter_variants(_cli([str(path), "--race", "race_b"])) == ({}, ["torch", "torch_sq"])
     with pytest.raises(LabError, match="is not a Python name"):
         chapter_variants(_cli([str(path), "--race", "race_b; x"]))

@@ -74,3 +74,26 @@ def test_chapter_01_passes_on_cpu_with_cuda_variants_needing_a_gpu():
     assert rows["torch"] == rows["triton"] == rows["pallas"] == "pass"
     assert {v for v, s in rows.items() if s == "needs"} == {"cuda_naive", "cuda_float4", "cuda_grid_stride"}
     assert "3 variants need a GPU" in proc.stdout and proc.stdout.rstrip().endswith("passed: 3 pass, 3 needs GPU")
+
+
+def test_a_race_benched_after_the_first_bench_is_found_by_name(tmp_path):
+    """``labmagic test 08 --race race_w8a8``: a race defined and benched after the chapter's first %bench (chapter
+    08's race_w8a8) is replayed through its own cell, not only up to the first %bench."""
+    path = write_chapter(tmp_path / "98_scratch_late.ipynb", RACE_CELL.format(with_wrong=False), "%bench race",
+                         RACE_CELL.format(with_wrong=True).replace("race = ", "race_late = "), "%bench race_late")
+    proc = labmagic_test(path, "--race", "race_late")
+    assert proc.returncode == 1 and "wrong " in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("FAILED: 2 pass, 1 MISMATCH")
+
+
+def test_chapter_08s_w8a8_race_is_replayed_with_its_peers_skipped_on_cpu():
+    """race_w8a8 is benched after chapter 08's first %bench, and its variants were defined in a no-replay check cell:
+    the replay reaches it now, the chapter's three variants pass, and the peers (torchao, gemlite; the .[peers] extra
+    CI does not install) read skipped, or needs GPU where they are installed."""
+    proc = labmagic_test("08", "-p", "size=quick", "--race", "race_w8a8")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split()[0]: line.split()[1:3] for line in proc.stdout.splitlines() if line.strip()}
+    assert all(rows[v] == [b, "pass"] for v, b in
+               (("bf16_cublas", "cublas"), ("unfused_torch", "torch"), ("triton_w8a8", "triton")))
+    assert rows["torchao_w8a8"][0] == "torchao" and rows["gemlite_w8a8"][0] == "gemlite"
+    assert {rows["torchao_w8a8"][1], rows["gemlite_w8a8"][1]} <= {"skipped", "needs"}

@@ -36,6 +36,12 @@ def _chapter(tmp_path, name="98_toy"):
               "              'neg': lambda x: -2 * x})"),
         _cell("%bench race_a"),
         _cell("late = 1"),
+        _cell("def tripled(x):\n    return 3 * x\n\n"
+              "race_c = labmagic.Race(chapter='98_toy', ref='plain', make_inputs=make,\n"
+              "    variants={'plain': plain, 'tripled': tripled})"),
+        _cell("print(race_c_check_would_fail)", tags=["no-replay"]),
+        _cell("%bench race_c"),
+        _cell("after_last = 1"),
     ]
     path = tmp_path / f"{name}.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
@@ -63,14 +69,23 @@ def test_a_name_that_differs_between_races_needs_race(tmp_path):
 
 def test_unknown_names_list_what_exists(tmp_path):
     path = _chapter(tmp_path)
-    with pytest.raises(LabError, match=r"98_toy has no variant 'late' \(variants: neg, plain, scaled, scaled_3\)"):
-        labmagic.kernel(str(path), "late")  # defined after %bench: not replayed, and no race's variant anyway
-    with pytest.raises(LabError, match=r"has no race 'race_c' \(races: race_a, race_b\)"):
-        labmagic.kernel(str(path), "plain", race="race_c")
+    with pytest.raises(LabError, match=r"98_toy has no variant 'late' \(variants: neg, plain, scaled, scaled_3, tripled\)"):
+        labmagic.kernel(str(path), "late")  # a plain name, no race's variant
+    with pytest.raises(LabError, match=r"has no race 'race_d' \(races: race_a, race_b, race_c\)"):
+        labmagic.kernel(str(path), "plain", race="race_d")
     with pytest.raises(LabError, match=r"race 'race_b' has no variant 'scaled'"):
         labmagic.kernel(str(path), "scaled", race="race_b")
     assert library.variants(str(path)) == {"race_a": ["plain", "scaled", "scaled_3", "neg"],
-                                          "race_b": ["plain", "scaled_3", "neg"]}
+                                          "race_b": ["plain", "scaled_3", "neg"], "race_c": ["plain", "tripled"]}
+
+
+def test_a_race_benched_after_the_first_bench_is_replayed_too(tmp_path):
+    """Chapter 08's race_w8a8 is defined after its first %bench: the replay runs through the cell that benches the
+    last race (no-replay cells and %bench lines left out), and stops there."""
+    path = _chapter(tmp_path, "95_toy")
+    assert float(labmagic.kernel(str(path), "tripled")(torch_ones())[0]) == 3.0
+    ns = library.chapter_namespace(str(path))
+    assert ns["late"] == 1 and "after_last" not in ns
 
 
 def test_the_replay_leaves_the_callers_namespace_alone_and_runs_once(tmp_path, shell):

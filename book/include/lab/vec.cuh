@@ -1,24 +1,26 @@
 // lab/vec.cuh: element types and 16-byte vectors, for kernels that stream rows of fp32 or bf16.
 //
-//   to_f(v), from_f<T>(f)        the storage type (float, __nv_bfloat16) to fp32 and back
-//   V16<T>::N                    elements in a 16-byte vector: 4 floats, 8 bf16
+//   to_f(v), from_f<T>(f)        the storage type (float, __nv_bfloat16) to fp32 and back; to_f also takes __half
+//   V16<T>::N                    elements in a 16-byte vector: 4 floats, 8 bf16 or fp16
 //   unpack16<T>, pack16<T>       one 16-byte vector as N fp32 values, and back
 //   head_len(p, cols)            the scalar head of a row before its first 16-byte boundary
 //   batched(first, end, ...)     BATCH 16-byte loads in flight per thread before any is used
 //
 // Chapter 03 explains them (rung 3, `softmax_vec`: 16-byte vectors with a scalar head and tail, and why a batch of
-// loads); chapters 04 and 05 include it (03 still defines the same helpers in its cells).
+// loads); chapters 04, 05 and 08 include it (03 still defines the same helpers in its cells).
 #pragma once
+#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }  // chapter 08 quantizes fp16 too
 template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
 
 // -- 16-byte vectors with scalar head and tail -------------------------------------------------------
-template <typename T> struct V16 { static constexpr int N = 16 / sizeof(T); };  // 4 floats, 8 bf16
+template <typename T> struct V16 { static constexpr int N = 16 / sizeof(T); };  // 4 floats, 8 bf16 or fp16
 template <typename T> __device__ __forceinline__ void unpack16(uint4 raw, float* f) {
     const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
