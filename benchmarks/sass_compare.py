@@ -4,7 +4,8 @@ A change that only moves a chapter's CUDA around (a cell split in two, helpers m
 template in place of two near-copies) must not change what runs. This compiles every ``%%cuda_kernel`` cell of each
 chapter twice, as the cell magic does (NVRTC through labmagic, the cell's name expressions and options, line info,
 on the CPU), once from the chapter at ``--base`` and once from the working tree, and compares each kernel's SASS
-instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers).
+instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers). A magic line's
+``{name}`` is expanded from the chapter's cell that assigns it, run alone (chapter 06's decode instantiations).
 Kernels are matched by their name expression (``rmsnorm_bulk<float, 16>``) or, for non-templates, their name, so a
 kernel may move to another cell.
 
@@ -22,6 +23,7 @@ Exit status 0 when every kernel's SASS and resources match, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import os
@@ -46,15 +48,49 @@ def numbered_labels(texts: list[str]) -> list[str]:
     return [_LABEL.sub(lambda m: names.setdefault(m.group(0), f"<{len(names)}>"), t) for t in texts]
 
 
+_EXPANDED = re.compile(r"\{(\w+)\}")
+
+
+def expand_line(line: str, sources: list[str]) -> str:
+    """A magic line's ``{name}``, as IPython expands it in the notebook, from ``sources`` (the code cells before
+    it): the last one that assigns ``name`` at its top level, run alone with nothing but the builtins (chapter
+    06's ``decode_flags``, the instantiations its decode cell names). A name no such cell gives stops the script."""
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        for source in reversed(sources):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:  # a magic cell
+                continue
+            if any(isinstance(t, ast.Name) and t.id == name for node in tree.body if isinstance(node, ast.Assign)
+                   for t in node.targets):
+                namespace: dict = {}
+                try:
+                    exec(compile(tree, f"<cell defining {name}>", "exec"), namespace)  # noqa: S102 (the chapter's own)
+                except Exception as exc:  # noqa: BLE001 (said, with the name)
+                    raise SystemExit(f"{line!r}: the cell defining {name} does not run alone ({exc!r}), so this "
+                                     "script cannot expand it") from None
+                return str(namespace[name])
+        raise SystemExit(f"{line!r}: uses the notebook variable {name}, which no cell before it assigns")
+
+    line = _EXPANDED.sub(value, line)
+    if "{" in line:
+        raise SystemExit(f"{line!r}: uses notebook expressions ({{...}}), which this script cannot expand")
+    return line
+
+
 def cuda_cells(notebook: Path) -> list[tuple[int, str, str]]:
-    """(cell index, magic line, body) of each ``%%cuda_kernel`` cell."""
+    """(cell index, magic line with its ``{name}`` expanded, body) of each ``%%cuda_kernel`` cell."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    out = []
+    out, before = [], []
     for index, cell in enumerate(cells):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
+        if cell["cell_type"] != "code":
+            continue
+        if source.startswith("%%cuda_kernel"):
             line, _, body = source.partition("\n")
-            out.append((index, line, body))
+            out.append((index, expand_line(line, before) if "{" in line else line, body))
+        before.append(source)
     return out
 
 
@@ -64,8 +100,6 @@ def _magic_args(line: str) -> argparse.Namespace:
 
     from labmagic.magics.cuda_kernel import CudaKernelMagics
 
-    if "{" in line:
-        raise SystemExit(f"{line!r}: uses notebook variables ({{...}}), which this script cannot expand")
     rest = line.removeprefix("%%cuda_kernel")
     return parse_argstring(CudaKernelMagics.cuda_kernel, rest)
 
