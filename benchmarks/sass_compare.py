@@ -4,8 +4,8 @@ A change that only moves a chapter's CUDA around (a cell split in two, helpers m
 template in place of two near-copies) must not change what runs. This compiles every ``%%cuda_kernel`` cell of each
 chapter twice, as the cell magic does (NVRTC through labmagic, the cell's name expressions and options, line info,
 on the CPU), once from the chapter at ``--base`` and once from the working tree, and compares each kernel's SASS
-instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers). A magic line's
-``{name}`` is expanded from the chapter's cell that assigns it, run alone (chapter 06's decode instantiations).
+instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers). A magic
+line's ``{name}`` is expanded from the chapter's cell that assigns it, run alone (chapter 06's decode instantiations).
 Kernels are matched by their name expression (``rmsnorm_bulk<float, 16>``) or, for non-templates, their name, so a
 kernel may move to another cell.
 
