@@ -15,7 +15,7 @@ own empty compile cache and ``LABMAGIC_ROOT`` at that side's tree, so a header e
 from the other's cache and each side includes its own ``book/include``.
 
     python benchmarks/sass_compare.py book/04_rmsnorm.ipynb book/05_fused_softmax_rmsnorm.ipynb [--base HEAD]
-        [--arch sm_90a] [--json out.json]
+        [--arch sm_90a] [--json out.json] [--rename 'OLD<4>=NEW<4, 2>' ...]
 
 Exit status 0 when every kernel's SASS and resources match, 1 otherwise.
 """
@@ -158,9 +158,24 @@ def _renamed_only(a: list[str], b: list[str]) -> bool:
     return len(a) == len(b) and all(norm(x) == norm(y) for x, y in zip(a, b))
 
 
-def compare(before: dict, after: dict, context: int) -> tuple[list[str], int]:
-    """Report lines and the number of kernels that differ (SASS, resources, or present on one side only)."""
-    lines, differ = [], 0
+def renamed(before: dict, renames: list[str]) -> tuple[dict, dict[str, str]]:
+    """``before`` with each ``OLD=NEW`` of ``renames`` (a kernel whose name expression changed, e.g. into another
+    template's instantiation) filed under NEW, and {NEW: OLD} for the report."""
+    before, was = dict(before), {}
+    for pair in renames:
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise SystemExit(f"--rename {pair!r}: give OLD=NEW, two name expressions")
+        if old.strip() in before:
+            before[new.strip()] = before.pop(old.strip())
+            was[new.strip()] = old.strip()
+    return before, was
+
+
+def compare(before: dict, after: dict, context: int, was: dict[str, str] | None = None) -> tuple[list[str], int]:
+    """Report lines and the number of kernels that differ (SASS, resources, or present on one side only); ``was``
+    names the kernels compared under a new name (:func:`renamed`)."""
+    lines, differ, was = [], 0, was or {}
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name), after.get(name)
         if a is None or b is None:
@@ -174,7 +189,8 @@ def compare(before: dict, after: dict, context: int) -> tuple[list[str], int]:
                    f"{res.get('stack_frame', '?')} B stack, "
                    f"{res.get('spill_stores', '?')}/{res.get('spill_loads', '?')} B spill")
         if same_sass and same_res:
-            lines.append(f"same   {name}: {len(b['sass'])} instructions, {summary}")
+            lines.append(f"same   {name}{f' (was {was[name]})' if name in was else ''}: {len(b['sass'])} "
+                         f"instructions, {summary}")
             continue
         differ += 1
         what = []
@@ -200,6 +216,9 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", default=None, help="target architecture (default: the cells' own, else labmagic's)")
     parser.add_argument("--json", type=Path, default=None, help="also write both sides' SASS and resources here")
     parser.add_argument("--context", type=int, default=12, help="diff lines shown per differing kernel (0: none)")
+    parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                        help="compare the kernel named OLD at --base with NEW now, e.g. "
+                             "'wgmma_cluster<4, 16>=wgmma_ws<256, 4, 16, 2>' (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's side
     args = parser.parse_args(argv)
 
@@ -232,7 +251,8 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(dumps, indent=1), encoding="utf-8")
     total_differ = 0
     for nb_rel, before, after in zip(notebooks, dumps["before"], dumps["after"]):
-        lines, differ = compare(before, after, args.context)
+        before, was = renamed(before, args.rename)
+        lines, differ = compare(before, after, args.context, was)
         total_differ += differ
         archs = sorted({k["arch"] for k in (*before.values(), *after.values())})
         print(f"== {nb_rel}: {len(after)} kernels now, {len(before)} at {args.base} ({', '.join(archs)}); "

@@ -90,3 +90,16 @@ def test_a_magic_lines_name_is_expanded_from_the_cell_that_assigns_it():
         sc.expand_line("%%cuda_kernel {flags}", ["flags = ' '.join(NAMES)"])
     with pytest.raises(SystemExit, match="notebook expressions"):
         sc.expand_line("%%cuda_kernel {flags + 'x'}", cells)
+
+
+def test_a_renamed_kernel_is_compared_under_its_new_name():
+    sc = load_script("sass_compare")
+    res = {f: 0 for f in sc.RESOURCE_FIELDS}
+    before = {"old<4>": {"sass": ["EXIT"], "resources": res}, "kept": {"sass": ["NOP"], "resources": res}}
+    after = {"new<4, 2>": {"sass": ["EXIT"], "resources": res}, "kept": {"sass": ["NOP"], "resources": res}}
+    assert sc.compare(before, after, 0)[1] == 2  # ONLY BEFORE and ONLY AFTER
+    moved, was = sc.renamed(before, ["old<4>=new<4, 2>", "absent=other"])
+    lines, differ = sc.compare(moved, after, 0, was)
+    assert differ == 0 and lines[1].startswith("same   new<4, 2> (was old<4>): 1 instructions")
+    with pytest.raises(SystemExit, match="give OLD=NEW"):
+        sc.renamed(before, ["old<4>"])
