@@ -4,7 +4,8 @@ A change that only moves a chapter's CUDA around (a cell split in two, helpers m
 template in place of two near-copies) must not change what runs. This compiles every ``%%cuda_kernel`` cell of each
 chapter twice, as the cell magic does (NVRTC through labmagic, the cell's name expressions and options, line info,
 on the CPU), once from the chapter at ``--base`` and once from the working tree, and compares each kernel's SASS
-instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers).
+instruction by instruction and its ptxas report (registers, static shared memory, stack, spills, barriers). A magic
+line's ``{name}`` is expanded from the chapter's cell that assigns it, run alone (chapter 06's decode instantiations).
 Kernels are matched by their name expression (``rmsnorm_bulk<float, 16>``) or, for non-templates, their name, so a
 kernel may move to another cell.
 
@@ -14,7 +15,7 @@ own empty compile cache and ``LABMAGIC_ROOT`` at that side's tree, so a header e
 from the other's cache and each side includes its own ``book/include``.
 
     python benchmarks/sass_compare.py book/04_rmsnorm.ipynb book/05_fused_softmax_rmsnorm.ipynb [--base HEAD]
-        [--arch sm_90a] [--json out.json]
+        [--arch sm_90a] [--json out.json] [--rename 'OLD<4>=NEW<4, 2>' ...]
 
 Exit status 0 when every kernel's SASS and resources match, 1 otherwise.
 """
@@ -22,6 +23,7 @@ Exit status 0 when every kernel's SASS and resources match, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import os
@@ -46,15 +48,49 @@ def numbered_labels(texts: list[str]) -> list[str]:
     return [_LABEL.sub(lambda m: names.setdefault(m.group(0), f"<{len(names)}>"), t) for t in texts]
 
 
+_EXPANDED = re.compile(r"\{(\w+)\}")
+
+
+def expand_line(line: str, sources: list[str]) -> str:
+    """A magic line's ``{name}``, as IPython expands it in the notebook, from ``sources`` (the code cells before
+    it): the last one that assigns ``name`` at its top level, run alone with nothing but the builtins (chapter
+    06's ``decode_flags``, the instantiations its decode cell names). A name no such cell gives stops the script."""
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        for source in reversed(sources):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:  # a magic cell
+                continue
+            if any(isinstance(t, ast.Name) and t.id == name for node in tree.body if isinstance(node, ast.Assign)
+                   for t in node.targets):
+                namespace: dict = {}
+                try:
+                    exec(compile(tree, f"<cell defining {name}>", "exec"), namespace)  # noqa: S102 (the chapter's own)
+                except Exception as exc:  # noqa: BLE001 (said, with the name)
+                    raise SystemExit(f"{line!r}: the cell defining {name} does not run alone ({exc!r}), so this "
+                                     "script cannot expand it") from None
+                return str(namespace[name])
+        raise SystemExit(f"{line!r}: uses the notebook variable {name}, which no cell before it assigns")
+
+    line = _EXPANDED.sub(value, line)
+    if "{" in line:
+        raise SystemExit(f"{line!r}: uses notebook expressions ({{...}}), which this script cannot expand")
+    return line
+
+
 def cuda_cells(notebook: Path) -> list[tuple[int, str, str]]:
-    """(cell index, magic line, body) of each ``%%cuda_kernel`` cell."""
+    """(cell index, magic line with its ``{name}`` expanded, body) of each ``%%cuda_kernel`` cell."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    out = []
+    out, before = [], []
     for index, cell in enumerate(cells):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
+        if cell["cell_type"] != "code":
+            continue
+        if source.startswith("%%cuda_kernel"):
             line, _, body = source.partition("\n")
-            out.append((index, line, body))
+            out.append((index, expand_line(line, before) if "{" in line else line, body))
+        before.append(source)
     return out
 
 
@@ -64,8 +100,6 @@ def _magic_args(line: str) -> argparse.Namespace:
 
     from labmagic.magics.cuda_kernel import CudaKernelMagics
 
-    if "{" in line:
-        raise SystemExit(f"{line!r}: uses notebook variables ({{...}}), which this script cannot expand")
     rest = line.removeprefix("%%cuda_kernel")
     return parse_argstring(CudaKernelMagics.cuda_kernel, rest)
 
@@ -124,9 +158,24 @@ def _renamed_only(a: list[str], b: list[str]) -> bool:
     return len(a) == len(b) and all(norm(x) == norm(y) for x, y in zip(a, b))
 
 
-def compare(before: dict, after: dict, context: int) -> tuple[list[str], int]:
-    """Report lines and the number of kernels that differ (SASS, resources, or present on one side only)."""
-    lines, differ = [], 0
+def renamed(before: dict, renames: list[str]) -> tuple[dict, dict[str, str]]:
+    """``before`` with each ``OLD=NEW`` of ``renames`` (a kernel whose name expression changed, e.g. into another
+    template's instantiation) filed under NEW, and {NEW: OLD} for the report."""
+    before, was = dict(before), {}
+    for pair in renames:
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise SystemExit(f"--rename {pair!r}: give OLD=NEW, two name expressions")
+        if old.strip() in before:
+            before[new.strip()] = before.pop(old.strip())
+            was[new.strip()] = old.strip()
+    return before, was
+
+
+def compare(before: dict, after: dict, context: int, was: dict[str, str] | None = None) -> tuple[list[str], int]:
+    """Report lines and the number of kernels that differ (SASS, resources, or present on one side only); ``was``
+    names the kernels compared under a new name (:func:`renamed`)."""
+    lines, differ, was = [], 0, was or {}
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name), after.get(name)
         if a is None or b is None:
@@ -140,7 +189,8 @@ def compare(before: dict, after: dict, context: int) -> tuple[list[str], int]:
                    f"{res.get('stack_frame', '?')} B stack, "
                    f"{res.get('spill_stores', '?')}/{res.get('spill_loads', '?')} B spill")
         if same_sass and same_res:
-            lines.append(f"same   {name}: {len(b['sass'])} instructions, {summary}")
+            lines.append(f"same   {name}{f' (was {was[name]})' if name in was else ''}: {len(b['sass'])} "
+                         f"instructions, {summary}")
             continue
         differ += 1
         what = []
@@ -166,6 +216,9 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", default=None, help="target architecture (default: the cells' own, else labmagic's)")
     parser.add_argument("--json", type=Path, default=None, help="also write both sides' SASS and resources here")
     parser.add_argument("--context", type=int, default=12, help="diff lines shown per differing kernel (0: none)")
+    parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                        help="compare the kernel named OLD at --base with NEW now, e.g. "
+                             "'wgmma_cluster<4, 16>=wgmma_ws<256, 4, 16, 2>' (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help=argparse.SUPPRESS)  # the child's side
     args = parser.parse_args(argv)
 
@@ -198,7 +251,8 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(dumps, indent=1), encoding="utf-8")
     total_differ = 0
     for nb_rel, before, after in zip(notebooks, dumps["before"], dumps["after"]):
-        lines, differ = compare(before, after, args.context)
+        before, was = renamed(before, args.rename)
+        lines, differ = compare(before, after, args.context, was)
         total_differ += differ
         archs = sorted({k["arch"] for k in (*before.values(), *after.values())})
         print(f"== {nb_rel}: {len(after)} kernels now, {len(before)} at {args.base} ({', '.join(archs)}); "

@@ -1,10 +1,12 @@
 """Two claims of chapter 06 that its %bench run does not measure, checked with the chapter's own code.
 
-- **The peer arrive.** Rung 5 (``wgmma_cluster``) arrives on its peer block's ``empty`` barrier with the default
-  semantics (release at CTA scope). The chapter says a ``.release.cluster`` arrive compiles to a GPU-wide fence
-  (``MEMBAR``) in the consumers' loop and costs throughput. This script compiles the chapter's Hopper cell as it is
-  and with that one qualifier changed, counts ``MEMBAR`` in each kernel's SASS (no GPU needed), and on a GPU checks
-  both on an odd shape and times them at 4096^3 and 8192^3 next to rung 4 and cuBLAS.
+- **The peer arrive.** Rung 5 (``wgmma_ws<256, 4, 16, 2>``, rung 4's kernel in clusters of two) arrives on its
+  peer block's ``empty`` barrier with the default semantics (release at CTA scope: ``mbar_arrive_cluster`` of
+  ``book/include/lab/hopper.cuh``). The chapter says a ``.release.cluster`` arrive compiles to a GPU-wide fence
+  (``MEMBAR``) in the consumers' loop and costs throughput. This script compiles the chapter's rung 5 as it is and
+  with that one qualifier changed (an edited copy of the header first on the include path), counts ``MEMBAR`` in
+  each kernel's SASS (no GPU needed), and on a GPU checks both on an odd shape and times them at 4096^3 and 8192^3
+  next to rung 4 and cuBLAS.
 - **The tensor-map cache.** At 512^3 ``%bench`` rotates ~120 input sets (two maps each); with the cache as
   committed every map stays cached, so the TMA rungs time as kernels, not as map encodes. Timed here with
   ``%bench``'s timer over as many input sets as ``%bench`` would use.
@@ -18,6 +20,7 @@ size "quick") and uses the chapter's launchers, inputs and check. Writes ``resul
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -26,25 +29,32 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_ARRIVE = "mbarrier.arrive.shared::cluster.b64"
 CLUSTER_ARRIVE = "mbarrier.arrive.release.cluster.shared::cluster.b64"
-CLUSTER_KERNEL = "wgmma_cluster<4, 16>"
+CLUSTER_KERNEL = "wgmma_ws<256, 4, 16, 2>"  # rung 5
+CLUSTER_LAUNCHED = "wgmma_ws_256_4_16_2"  # the name the chapter binds it to, which cuda_wgmma_cluster launches
 
 
 def hopper_variants():
-    """The chapter's Hopper cell compiled as it is and with the peer arrive at cluster scope."""
+    """Rung 5 compiled as it is and with the peer arrive at cluster scope (lab/hopper.cuh edited in a copy that comes
+    first on the include path, so every header that includes it reads the edit)."""
     from labmagic.analysis.sass import disassemble
     from labmagic.child.replay import code_cell
     from labmagic.compiler.kernel import compile_module
+    from labmagic.paths import book_include_dir
 
-    cell = code_cell("06_tensor_core_gemm", "wgmma_cluster")
-    source = cell.split("\n", 1)[1]  # without the %%cuda_kernel line
-    assert source.count(DEFAULT_ARRIVE) == 1, "the cell's peer arrive is not where this script expects it"
+    source = code_cell("06_tensor_core_gemm", CLUSTER_KERNEL).split("\n", 1)[1]  # without the %%cuda_kernel line
+    header = (book_include_dir() / "lab" / "hopper.cuh").read_text(encoding="utf-8")
+    assert header.count(DEFAULT_ARRIVE) == 1, "lab/hopper.cuh's peer arrive is not where this script expects it"
     out = {}
-    for name, text in (("default", source), ("release.cluster", source.replace(DEFAULT_ARRIVE, CLUSTER_ARRIVE))):
-        module = compile_module(text, arch="sm_90a", name_expressions=[CLUSTER_KERNEL])
-        kernel = module.kernels[CLUSTER_KERNEL]
-        sass = disassemble(module.result.cubin)[kernel.symbol]
-        membars = [i.opcode for i in sass if i.base == "MEMBAR"]
-        out[name] = (kernel, membars)
+    with tempfile.TemporaryDirectory(prefix="wgmma-checks-") as edited:
+        (Path(edited) / "lab").mkdir()
+        edited_header = header.replace(DEFAULT_ARRIVE, CLUSTER_ARRIVE)
+        (Path(edited) / "lab" / "hopper.cuh").write_text(edited_header, encoding="utf-8")
+        for name, options in (("default", []), ("release.cluster", ["-I", edited])):
+            module = compile_module(source, arch="sm_90a", options=options, name_expressions=[CLUSTER_KERNEL])
+            kernel = module.kernels[CLUSTER_KERNEL]
+            sass = disassemble(module.result.cubin)[kernel.symbol]
+            membars = [i.opcode for i in sass if i.base == "MEMBAR"]
+            out[name] = (kernel, membars)
     return out
 
 
@@ -77,9 +87,9 @@ def main() -> None:
         print(f"{label:<44} {rows[-1]['shape']:<15} sets {sets:<4} {rows[-1]['median_us']:>9} us "
               f"{rows[-1]['tflops']:>7} TFLOP/s  ({t.method})", flush=True)
 
-    original = ns["wgmma_cluster_4_16"]
+    original = ns[CLUSTER_LAUNCHED]
     for name, (kernel, _) in variants.items():
-        ns["wgmma_cluster_4_16"] = kernel  # the chapter's launcher looks the kernel up in its namespace per call
+        ns[CLUSTER_LAUNCHED] = kernel  # the chapter's launcher looks the kernel up in its namespace per call
         for i, shape in enumerate([(257, 385, 4104), (1000, 1000, 1000)]):
             ns["check"](ns["cuda_wgmma_cluster"], *shape, seed=11 + i)  # raises on a mismatch
         print(f"peer arrive {name}: checks pass", flush=True)
@@ -88,9 +98,9 @@ def main() -> None:
         timed("torch (cuBLAS)", ns["torch_cublas"], shape, 1)
         timed("cuda_wgmma_ws", ns["cuda_wgmma_ws"], shape, 1)
         for name, (kernel, membars) in variants.items():
-            ns["wgmma_cluster_4_16"] = kernel
+            ns[CLUSTER_LAUNCHED] = kernel
             timed(f"cuda_wgmma_cluster, peer arrive {name} ({len(membars)} MEMBAR)", ns["cuda_wgmma_cluster"], shape, 1)
-    ns["wgmma_cluster_4_16"] = original
+    ns[CLUSTER_LAUNCHED] = original
     shape = (512, 512, 512)
     sets = gpu_input_sets(2 * 3 * 512 * 512, timer)
     for name in ("cuda_wgmma_tma", "cuda_wgmma_ws", "torch_cublas"):

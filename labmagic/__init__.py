@@ -21,10 +21,20 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel", "pallas_call",
+    "bench", "check_cases", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel",
+    "pallas_call",
     "race_figure", "target_arch",
     "torch_device", "triton_panel",
 ]
+
+
+def check_cases(cases, check, **kwargs):
+    """A chapter's own correctness table: ``check(variant, *shape, seed=, dtype=)`` for each ``(name, variant, shape,
+    dtype)`` case, a row each, every mismatch named in one AssertionError at the end (see
+    :func:`labmagic.benchmark.case_checks.check_cases`)."""
+    from .benchmark.case_checks import check_cases as _check_cases
+
+    return _check_cases(cases, check, **kwargs)
 
 
 def compile_cuda(source, **kwargs):

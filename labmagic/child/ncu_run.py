@@ -114,9 +114,10 @@ def ncu_command(ncu: str, out: Path, child: list[str], section_set: str = "full"
 def profile_variant(chapter: str, variant: str, shape: str | None = None, *, section_set: str = "full",
                     clock_control: str = "none", iters: int = 1, extra: tuple[str, ...] = (),
                     params: dict | None = None, slug: str | None = None, timeout: float | None = 1800,
-                    race: str | None = None) -> ProfileResult:
+                    race: str | None = None, skip_dsl: bool = False) -> ProfileResult:
     """Profile ``variant`` of ``chapter``'s race at ``shape`` (``"4096"``, ``"4096x4096"``; default the
-    race's largest) under Nsight Compute; save the report and return the per-kernel summary."""
+    race's largest) under Nsight Compute; save the report and return the per-kernel summary. ``skip_dsl``: the
+    child replays the chapter's ``%%dsl`` cells as stand-ins (for a variant that is not one of theirs)."""
     require_gpu("%ncu")
     ncu = find_ncu()
     # ncu writes under a name of the variant's own; once the child has said which shape it ran (the default is the
@@ -124,7 +125,7 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
     stem = _chapter_stem(chapter)
     out = report_path(stem, variant, slug).with_name(f"{variant}.partial")
     out.parent.mkdir(parents=True, exist_ok=True)
-    child = child_command(chapter, variant, shape, "ncu", iters, params, race)
+    child = child_command(chapter, variant, shape, "ncu", iters, params, race, skip_dsl)
     cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
                           env=child_env())

@@ -70,16 +70,17 @@ def param_args(params: dict | None) -> list[str]:
 
 
 def child_command(chapter: str, variant: str, shape: str | None, mode: str, iters: int = 1,
-                  params: dict | None = None, race: str | None = None) -> list[str]:
+                  params: dict | None = None, race: str | None = None, skip_dsl: bool = False) -> list[str]:
     """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root).
-    ``race``: the race's name in the chapter (default: the one its first ``%bench`` names)."""
+    ``race``: the race's name in the chapter (default: the one its first ``%bench`` names); ``skip_dsl``: its
+    ``%%dsl`` cells replayed as stand-ins."""
     if str(chapter).endswith(".ipynb"):
         chapter = str(Path(chapter).resolve())
     cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--variant", variant,
            "--mode", mode, "--iters", str(iters)]
     if shape:
         cmd += ["--shape", *str(shape).split()]
-    return cmd + race_args(race) + param_args(params)
+    return cmd + race_args(race) + param_args(params) + (["--skip-dsl"] if skip_dsl else [])
 
 
 def race_args(race: str | None) -> list[str]:

@@ -21,6 +21,9 @@ Limits, by design:
   ``through=["race_w8a8"]`` the replay runs past the ``%bench`` cells before it (their ``%bench`` lines not run,
   the rest of such a cell run) and stops at the cell that benches the last race named. :func:`benched_races`
   lists the races a chapter's ``%bench`` lines name, for a caller to check a name before replaying anything.
+- ``skip_dsl``: each ``%%dsl`` cell is replaced by the stand-ins its ``--defines`` names get where the DSL cannot
+  run, raising :class:`~labmagic.dsl.DSLUnavailable` ("not replayed") when called: a child that profiles a CUDA or
+  torch variant need not import and compile every DSL's kernels first (``%ncu --skip-dsl``).
 - Cell output is captured and dropped; a cell that raises stops the replay with the cell's number and
   error, since later cells would only fail in confusing ways.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,15 +50,16 @@ _EXPLAIN = re.compile(r"^\s*(?:\w+\s*=\s*)?%(?:ncu|sanitize)\b", re.M)
 
 
 def replay_cells(notebook: dict, parameters: dict[str, Any] | None = None,
-                 through: Sequence[str] | None = None) -> tuple[list[str], str | None]:
+                 through: Sequence[str] | None = None, skip_dsl: bool = False) -> tuple[list[str], str | None]:
     """The code to run (cell sources, in order) and the ``%bench`` line that ended the replay (or None).
 
     Skips markdown, empty cells, cells tagged ``no-replay`` and cells running ``%ncu``/``%sanitize``
     (each would start a child of its own); stops *before* the first cell that contains ``%bench``, or with
     ``through``, before the cell that benches the last of those races, the ``%bench`` lines before it left out.
-    ``parameters`` become one assignment cell after the ``parameters`` cell.
+    ``parameters`` become one assignment cell after the ``parameters`` cell; with ``skip_dsl`` a ``%%dsl`` cell
+    becomes its variants' stand-ins (:func:`dsl_stand_ins`).
     """
-    numbered, bench = _replay(notebook, parameters, through)
+    numbered, bench = _replay(notebook, parameters, through, skip_dsl)
     return [source for _, source in numbered], bench
 
 
@@ -76,8 +81,23 @@ def benched_races(notebook: dict) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
-def _replay(notebook: dict, parameters: dict[str, Any] | None,
-            through: Sequence[str] | None = None) -> tuple[list[tuple[str, str]], str | None]:
+def dsl_stand_ins(source: str) -> str:
+    """The code that binds each variant a ``%%dsl NAME -d VARIANT ...`` cell defines to a stand-in raising
+    DSLUnavailable ("not replayed"), in place of the cell. The names become source: each must be a Python name."""
+    words = shlex.split(source.partition("\n")[0])[1:]
+    dsl = next((w for w in words if not w.startswith("-")), "?")
+    names = [w.split("=", 1)[1] for w in words if w.startswith("--defines=")]
+    names += [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-d", "--defines")]
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise LabError(f"%%dsl {dsl}: --defines takes Python names, got {', '.join(map(repr, bad))}")
+    reason = f"{dsl}: not replayed in this child (--skip-dsl)"
+    return "\n".join(["from labmagic.dsl import DSLUnavailable as _DSLUnavailable, unavailable as _unavailable",
+                      *(f"{n} = _unavailable(_DSLUnavailable({reason!r}), {n!r})" for n in names)])
+
+
+def _replay(notebook: dict, parameters: dict[str, Any] | None, through: Sequence[str] | None = None,
+            skip_dsl: bool = False) -> tuple[list[tuple[str, str]], str | None]:
     """Like :func:`replay_cells`, each source with the label the reader finds it by (``code cell 4``)."""
     cells: list[tuple[str, str]] = []
     injected = parameters is None
@@ -98,6 +118,8 @@ def _replay(notebook: dict, parameters: dict[str, Any] | None,
             source = _UNBENCHED.sub(_not_run, source)  # on the way to a later race: this one is not run
         if NO_REPLAY_TAG in tags or not source.strip() or _EXPLAIN.search(source):
             continue
+        if skip_dsl and source.lstrip().startswith("%%dsl"):
+            source = dsl_stand_ins(source.lstrip())
         cells.append((f"code cell {number}", source))
         if "parameters" in tags and not injected:
             cells.append(("injected parameters", _assignments(parameters)))
@@ -135,9 +157,10 @@ def code_cell(name_or_path, contains: str) -> str:
 
 
 def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=None,
-                 through: Sequence[str] | None = None) -> dict:
+                 through: Sequence[str] | None = None, skip_dsl: bool = False) -> dict:
     """Execute a chapter notebook's code up to its ``%bench`` cell (with ``through``, the ``%bench`` cell of the last
-    of those races; see :func:`replay_cells`); return the namespace.
+    of those races; with ``skip_dsl``, its ``%%dsl`` cells as stand-ins; see :func:`replay_cells`); return the
+    namespace.
 
     Runs in a real IPython ``InteractiveShell`` (``shell``, else the process's singleton) with
     ``%load_ext labmagic``, in the notebook's folder (papermill runs chapters with ``book/`` as the
@@ -149,7 +172,7 @@ def load_chapter(name_or_path, parameters: dict[str, Any] | None = None, shell=N
 
     path = chapter_path(name_or_path)
     notebook = json.loads(path.read_text())
-    cells, bench_line = _replay(notebook, parameters, through)
+    cells, bench_line = _replay(notebook, parameters, through, skip_dsl)
     ip = shell or InteractiveShell.instance()
     cwd = os.getcwd()
     os.chdir(path.parent)

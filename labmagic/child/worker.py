@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", help="JSON file of [{variant, shape}, ...] to time (--mode nsight-time)")
     parser.add_argument("--spec", help="JSON file of what labmagic bench asks for (--mode bench)")
     parser.add_argument("--race", help="name of the race in the chapter (default: the one %%bench names)")
+    parser.add_argument("--skip-dsl", action="store_true",
+                        help="replay the chapter's %%%%dsl cells as stand-ins (a CUDA or torch variant needs none)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", type=param_arg,
                         help="override a papermill parameter of the chapter (VALUE is a Python literal or a string)")
     args = parser.parse_args(argv)
@@ -167,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             _report({**record, "ok": True})
             return 0
         # A named race may be benched after the first %bench (chapter 08's race_w8a8): replay through its cell.
-        namespace = load_chapter(args.chapter, parameters=params or None, through=[args.race] if args.race else None)
+        namespace = load_chapter(args.chapter, parameters=params or None, skip_dsl=args.skip_dsl,
+                                 through=[args.race] if args.race else None)
         race = find_race(namespace, args.race)
         if args.mode == "list":
             _report({"chapter": race.chapter, "variants": list(race.variants), "ref": race.ref,

@@ -95,6 +95,9 @@ class ExplainMagics(Magics):
     @argument("--set", dest="section_set", default=None, help="ncu section set (default: ExplainMagics.ncu_set)")
     @argument("--clock-control", default=None, help="ncu --clock-control (default: none)")
     @argument("--iters", type=int, default=None, help="calls inside the profiled range")
+    @argument("--skip-dsl", action="store_true",
+              help="the child replays the chapter without running its %%%%dsl cells (their variants are stand-ins): "
+                   "faster, for variants that are not DSL ones")
     @argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
               help="override a papermill parameter of the chapter in the child, e.g. -p size=quick")
     @line_magic
@@ -114,7 +117,7 @@ class ExplainMagics(Magics):
         results = ResultList(
             profile_variant(chapter, v, args.shape, section_set=args.section_set or self.ncu_set,
                             clock_control=args.clock_control or self.clock_control,
-                            iters=args.iters or self.iters, params=params, race=args.race)
+                            iters=args.iters or self.iters, params=params, race=args.race, skip_dsl=args.skip_dsl)
             for v in variants)
         return results[0] if len(results) == 1 else results
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import nbformat
+import pytest
 from benchscripts import load_script
 
 SCALE = """template <typename T>
@@ -76,3 +77,29 @@ def test_register_renaming_is_told_apart_from_other_differences():
     lines, differ = sc.compare(before, other, 0)
     assert differ == 1 and "(instructions:" in lines[0] and "registers 0 -> 2" in lines[0]
     assert sc.compare(before, before, 0) == (["same   k: 2 instructions, 0 reg, 0 B smem, 0 B stack, 0/0 B spill"], 0)
+
+
+def test_a_magic_lines_name_is_expanded_from_the_cell_that_assigns_it():
+    sc = load_script("sass_compare")
+    cells = ["flags = '-n old'", "%%cuda_kernel\n__global__ void k() {}",
+             "NAMES = ['f<1>', 'f<2>']\nflags = ' '.join(f\"-n '{n}'\" for n in NAMES)"]
+    assert sc.expand_line("%%cuda_kernel --arch sm_90a {flags}", cells) == "%%cuda_kernel --arch sm_90a -n 'f<1>' -n 'f<2>'"
+    with pytest.raises(SystemExit, match="no cell before it assigns"):
+        sc.expand_line("%%cuda_kernel {other}", cells)
+    with pytest.raises(SystemExit, match="does not run alone"):
+        sc.expand_line("%%cuda_kernel {flags}", ["flags = ' '.join(NAMES)"])
+    with pytest.raises(SystemExit, match="notebook expressions"):
+        sc.expand_line("%%cuda_kernel {flags + 'x'}", cells)
+
+
+def test_a_renamed_kernel_is_compared_under_its_new_name():
+    sc = load_script("sass_compare")
+    res = {f: 0 for f in sc.RESOURCE_FIELDS}
+    before = {"old<4>": {"sass": ["EXIT"], "resources": res}, "kept": {"sass": ["NOP"], "resources": res}}
+    after = {"new<4, 2>": {"sass": ["EXIT"], "resources": res}, "kept": {"sass": ["NOP"], "resources": res}}
+    assert sc.compare(before, after, 0)[1] == 2  # ONLY BEFORE and ONLY AFTER
+    moved, was = sc.renamed(before, ["old<4>=new<4, 2>", "absent=other"])
+    lines, differ = sc.compare(moved, after, 0, was)
+    assert differ == 0 and lines[1].startswith("same   new<4, 2> (was old<4>): 1 instructions")
+    with pytest.raises(SystemExit, match="give OLD=NEW"):
+        sc.renamed(before, ["old<4>"])

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from labmagic.child.protocol import child_record
+from labmagic.child.protocol import child_command, child_record
 from labmagic.child.replay import code_cell, replay_cells
+from labmagic.dsl import DSLUnavailable, is_stand_in
 from labmagic.errors import LabError
 
 
@@ -142,3 +143,39 @@ def test_a_name_a_skipped_cell_defines_is_said_with_the_cells_skipped(tmp_path):
     assert record["ok"] is False
     assert record["error"].endswith("raised NameError: name 'SKIPPED_NAME' is not defined (skipped before it, tagged "
                                     "no-replay: code cell 4)")
+
+
+def _with_dsl_cell(tmp_path):
+    path = _notebook(tmp_path)
+    nb = json.loads(path.read_text())
+    nb["cells"].insert(4, _cell("%%dsl helion -d helion_twice --defines=helion_thrice\n"
+                                "raise RuntimeError('a skipped %%dsl cell must not run')"))
+    path.write_text(json.dumps(nb))
+    return path, nb
+
+
+def test_skip_dsl_replays_a_dsl_cell_as_the_stand_ins_of_its_variants(tmp_path):
+    _, nb = _with_dsl_cell(tmp_path)
+    assert any("must not run" in c for c in replay_cells(nb)[0])
+    cells, _ = replay_cells(nb, skip_dsl=True)
+    stand_ins = [c for c in cells if "_unavailable" in c]
+    assert len(stand_ins) == 1 and not any("must not run" in c for c in cells)
+    namespace = {}
+    exec(stand_ins[0], namespace)  # noqa: S102 (the code the replay runs)
+    with pytest.raises(DSLUnavailable, match="helion_twice: helion: not replayed in this child"):
+        namespace["helion_twice"](1)
+    assert is_stand_in(namespace["helion_thrice"])
+    nb["cells"][4]["source"] = "%%dsl helion -d 'os.system(1)'\n"  # the names become source
+    with pytest.raises(LabError, match="--defines takes Python names, got 'os.system"):
+        replay_cells(nb, skip_dsl=True)
+
+
+def test_the_child_runs_a_variant_without_the_dsl_cells_when_told_to(tmp_path):
+    path, _ = _with_dsl_cell(tmp_path)
+    run = ("--chapter", str(path), "--variant", "doubled", "--mode", "run", "--shape", "8", "--warmup", "1")
+    proc, record = _child(*run, "--skip-dsl")
+    assert proc.returncode == 0 and record["ok"], proc.stderr
+    proc, record = _child(*run)  # helion runs here (its interpreter): the cell does
+    assert record["ok"] is False and "a skipped %%dsl cell must not run" in record["error"]
+    assert "--skip-dsl" in child_command(str(path), "doubled", None, "ncu", skip_dsl=True)
+    assert "--skip-dsl" not in child_command(str(path), "doubled", None, "ncu")

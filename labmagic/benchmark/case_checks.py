@@ -1,0 +1,81 @@
+"""A chapter's own correctness table: variants checked one case at a time against the chapter's exact reference.
+
+``%bench race --check`` holds every variant of a race to the race's reference variant on its check shapes. Some
+checks do not fit a race: an fp64 product as the reference, a tile configuration that no race times (chapter 06's
+every split-K configuration on four decode shapes), another dtype on other shapes. A chapter lists those as cases,
+``(name, variant, shape, dtype)``, writes its ``check(variant, *shape, seed=, dtype=)`` (which raises
+``AssertionError`` on a mismatch and returns the worst error otherwise), and :func:`check_cases` runs them all:
+
+- a row per case, ``name  shape  status``: ``ok, max abs err 3.1e-03``, ``MISMATCH: <the assertion's first line
+  that says what differed>``, ``needs a GPU: skipped`` (a :class:`~labmagic.errors.NoGPUError`), ``skipped: why``
+  (a DSL that cannot run here, :class:`~labmagic.dsl.DSLUnavailable`);
+- every case runs, so one mismatch does not hide the next; then, if any mismatched, one ``AssertionError`` names
+  them all (the cell fails, as a sweep must see);
+- ``show(index, name)`` thins out passing rows of long families (failures are always shown); case ``i`` gets
+  ``seed(i)``, so a failure reruns alone with the same inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..dsl import DSLUnavailable
+from ..errors import NoGPUError
+
+#: A case: (name shown, variant, shape, dtype).
+Case = tuple[str, Callable, Sequence[int], Any]
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One case's verdict: ``status`` is ``ok``, ``mismatch``, ``needs_gpu`` or ``skipped``."""
+
+    name: str
+    shape: str
+    dtype: str
+    status: str
+    text: str
+
+
+def _error_text(err) -> str:
+    errs = err if isinstance(err, (tuple, list)) else (err,)
+    return ", ".join(f"{e:.1e}" for e in errs)
+
+
+def _mismatch_text(exc: AssertionError) -> str:
+    """The line of torch.testing's message that says what differed (its first is only 'Tensor-likes are not close!')."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[1] if len(lines) > 1 else (lines[0] if lines else type(exc).__name__)
+
+
+def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
+                seed: Callable[[int], int] = lambda i: 1000 * i + 7,
+                show: Callable[[int, str], bool] | None = None, note: str = "",
+                out: Callable[[str], None] = print) -> list[CaseRow]:
+    """Run ``check(variant, *shape, seed=seed(i), dtype=dtype)`` for every case, print a row each (passing rows
+    only where ``show(i, name)``), then a summary line (``note`` appended); raise ``AssertionError`` naming every
+    mismatch once all have run. Returns the rows."""
+    rows, failures = [], []
+    cases = list(cases)
+    width = max((len(c[0]) for c in cases), default=0)
+    for i, (name, fn, shape, dtype) in enumerate(cases):
+        shape_text = "x".join(map(str, shape))
+        dtype_text = str(dtype).removeprefix("torch.")
+        try:
+            status, text = "ok", f"ok, max abs err {_error_text(check(fn, *shape, seed=seed(i), dtype=dtype))}"
+        except NoGPUError:
+            status, text = "needs_gpu", "needs a GPU: skipped"
+        except DSLUnavailable as exc:
+            status, text = "skipped", f"skipped: {str(exc).split(': ', 1)[-1]}"
+        except AssertionError as exc:
+            status, text = "mismatch", f"MISMATCH: {_mismatch_text(exc)}"
+            failures.append((name, shape_text, dtype_text))
+        rows.append(CaseRow(name, shape_text, dtype_text, status, text))
+        if status != "ok" or show is None or show(i, name):
+            out(f"{name:<{width}} {shape_text:<14} {text}")
+    out(f"{len(rows)} checks, {len(failures)} mismatches" + (f" ({note})" if note else ""))
+    if failures:
+        raise AssertionError(f"variants disagree with the reference: {failures}")
+    return rows

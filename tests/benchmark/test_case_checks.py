@@ -1,0 +1,58 @@
+"""labmagic.check_cases: a chapter's cases against its own reference, every case run, one failure at the end."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import labmagic
+from labmagic.benchmark.case_checks import check_cases
+
+
+def _check(variant, M, N, seed, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(seed)
+    A = torch.randn(M, N, generator=gen).to(dtype)
+    out = variant(A)
+    ref = A.double() * 2
+    torch.testing.assert_close(out.double(), ref, rtol=1e-3, atol=1e-3)
+    return (out.double() - ref).abs().max().item()
+
+
+def _needs_gpu(A):
+    raise labmagic.NoGPUError("cuda_x needs a CUDA GPU")
+
+
+def _no_dsl(A):
+    raise labmagic.DSLUnavailable("helion: not installed on this machine")
+
+
+def test_every_case_runs_and_every_mismatch_is_named_once_at_the_end():
+    lines = []
+    cases = [("twice", lambda A: A * 2, (3, 5), torch.float32),
+             ("wrong", lambda A: A * 2 + 1, (4, 7), torch.float32),
+             ("gpu", _needs_gpu, (3, 5), torch.float32),
+             ("dsl", _no_dsl, (3, 5), torch.float32),
+             ("wrong_too", lambda A: A * 3, (2, 2), torch.float64)]
+    with pytest.raises(AssertionError) as failed:
+        check_cases(cases, _check, out=lines.append)
+    assert str(failed.value) == ("variants disagree with the reference: "
+                                 "[('wrong', '4x7', 'float32'), ('wrong_too', '2x2', 'float64')]")
+    assert lines[0].startswith("twice ") and " 3x5 " in lines[0] and "ok, max abs err 0.0e+00" in lines[0]
+    assert "MISMATCH: Mismatched elements: 28 / 28 (100.0%)" in lines[1]
+    assert lines[2].endswith("needs a GPU: skipped") and lines[3].endswith("skipped: not installed on this machine")
+    assert lines[-1] == "5 checks, 2 mismatches"
+
+
+def test_show_thins_out_passing_rows_only_and_each_case_gets_its_seed():
+    seeds, lines = [], []
+
+    def check(variant, M, N, seed, dtype):
+        seeds.append(seed)
+        return _check(variant, M, N, seed, dtype)
+
+    cases = [(f"cfg {i}", lambda A: A * 2, (2, 3), torch.float32) for i in range(5)]
+    rows = check_cases(cases, check, show=lambda i, name: i % 4 == 0, note="every 4th shown", out=lines.append)
+    assert seeds == [7, 1007, 2007, 3007, 4007]
+    assert [r.status for r in rows] == ["ok"] * 5
+    assert [line.split()[:2] for line in lines[:-1]] == [["cfg", "0"], ["cfg", "4"]]
+    assert lines[-1] == "5 checks, 0 mismatches (every 4th shown)"
