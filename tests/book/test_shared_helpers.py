@@ -25,7 +25,6 @@ MAX_CELL_LINES = 250
 #: Helpers still defined in two or more chapters: those of 02, 03, 07 and 08 not yet moved onto the headers (the
 #: chapters that define each, and the header it belongs in). Chapter 06's are in the headers since #48.
 SHARED_ALLOWED = {
-    "cluster_rank",  # 03, 08: lab/hopper.cuh
     "cp_async16",  # 02, 07, 08: lab/cp_async.cuh
     "cp_async_commit",  # 02, 07, 08: lab/cp_async.cuh
     "cp_async_wait",  # 02, 07, 08: lab/cp_async.cuh
@@ -35,7 +34,6 @@ SHARED_ALLOWED = {
     "mbar_wait",  # 03, 07: lab/hopper.cuh
     "rescale",  # 03, 07: lab/softmax.cuh
     "smem_u32",  # 03, 07: lab/smem.cuh
-    "to_f",  # 03, 08: lab/vec.cuh
 }
 
 #: Chapters whose longest ``%%cuda_kernel`` cell is still over MAX_CELL_LINES lines, not yet split into one rung a
@@ -43,7 +41,6 @@ SHARED_ALLOWED = {
 LONG_CELLS_ALLOWED = {
     "03_online_softmax",
     "07_attention",
-    "08_int8",
 }
 
 _NOISE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/|^[ \t]*#[^\n]*', re.S | re.M)

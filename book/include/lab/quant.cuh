@@ -3,7 +3,7 @@
 //   Codes<N>::type                 N int8 codes, loaded or stored at once (4 codes: a word; 8: a uint2)
 //   vec_magbits<T>, max_bits<T>,   a row's max |x| on bit patterns (inf and NaN sort above every finite value, so
 //   as_f32bits<T>                  one integer max finds the max and whether the row holds inf or NaN)
-//   warp_max(u), block_max(u)      that max over a warp (one redux) and a block (2 barriers), on unsigned bits
+//   (warp_max(u), block_max(u)     that max over a warp and a block, on unsigned bits: lab/reduce.cuh)
 //   row_scale(amax)                the row's scale: amax / 127 (IEEE), NaN for inf or NaN, 0 for an all-zero row
 //   vec_codes<T>, code1            a 16-byte vector's codes (or one code), bit-exact to torch's round(x / s)
 //   VPT, load_vecs, max_vecs,      up to VPT 16-byte vectors per thread held in registers between the max and
@@ -14,6 +14,7 @@
 // lab/vec.cuh (chapter 03).
 #pragma once
 #include <cuda_fp16.h>
+#include <lab/reduce.cuh>  // warp_max, block_max on unsigned bits
 #include <lab/vec.cuh>  // to_f, V16<T>::N
 
 #define QNAN __int_as_float(0x7fffffff)  // NVRTC has no math.h
@@ -112,22 +113,6 @@ template <typename T> __device__ __forceinline__ typename Codes<V16<T>::N>::type
 // One code, for the scalar path.
 __device__ __forceinline__ signed char code1(float v, float s) {
     return s > 0.f ? (signed char)(code_exact(v, s) & 0xffu) : 0;
-}
-
-__device__ __forceinline__ unsigned warp_max(unsigned v) { return __reduce_max_sync(0xffffffffu, v); }
-__device__ __forceinline__ unsigned block_max(unsigned v) {
-    __shared__ unsigned part[32];
-    __shared__ unsigned total;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    v = warp_max(v);
-    if (lane == 0) part[warp] = v;
-    __syncthreads();  // all warps' maxima are in shared memory before warp 0 reads them
-    if (warp == 0) {
-        const unsigned t = warp_max(lane < nwarps ? part[lane] : 0u);
-        if (lane == 0) total = t;
-    }
-    __syncthreads();  // the total is written before any thread reads it
-    return total;
 }
 
 // Up to VPT 16-byte vectors per thread stay in registers between the max and the codes, all loaded at once.

@@ -1,7 +1,7 @@
 // lab/reduce.cuh: reductions over a warp, a block, a group of warps and a thread-block cluster.
 //
 //   warp_sum(v), block_sum(v)          a float's sum over the warp (5 shuffles) / the block (2 barriers)
-//   warp_max(v), block_max(v)          its max (fmaxf: a NaN is dropped)
+//   warp_max(v), block_max(v)          its max (fmaxf: a NaN is dropped); on unsigned bits, one redux a warp
 //   shfl_xor, warp_all(v, op)          any associative op over the warp, for float and float2 (more: overload
 //                                      shfl_xor)
 //   group_sync, group_all(v, op, ...)  over a group of warps: one named barrier, two buffers alternated by `phase`
@@ -36,6 +36,23 @@ __device__ __forceinline__ float block_max(float v) {
         if (lane == 0) total = t;
     }
     __syncthreads();
+    return total;
+}
+// The same maxima on unsigned bits (chapter 08: |x|'s bit pattern orders as |x| does, and NaN above inf): one
+// redux instruction a warp.
+__device__ __forceinline__ unsigned warp_max(unsigned v) { return __reduce_max_sync(0xffffffffu, v); }
+__device__ __forceinline__ unsigned block_max(unsigned v) {
+    __shared__ unsigned part[32];
+    __shared__ unsigned total;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    if (lane == 0) part[warp] = v;
+    __syncthreads();  // all warps' maxima are in shared memory before warp 0 reads them
+    if (warp == 0) {
+        const unsigned t = warp_max(lane < nwarps ? part[lane] : 0u);
+        if (lane == 0) total = t;
+    }
+    __syncthreads();  // the total is written before any thread reads it
     return total;
 }
 __device__ __forceinline__ float warp_sum(float v) {
