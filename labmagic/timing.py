@@ -22,9 +22,12 @@ of every result row:
     the kernel, many calls are captured into one CUDA graph and each replay is timed with events; the
     time per call is the replay's over the number of calls. CuPy and Triton launch on torch's current
     stream, so they are captured; if capture fails (a variant that synchronizes or touches the host),
-    the timer falls back to ``cuda_event``. No eviction can sit between captured calls: the calls
-    rotate over the input sets, and when those all fit in twice the L2 (tiny problems, whose working
-    set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
+    the timer falls back to ``cuda_event``, having undone what torch's failed capture leaves behind (the
+    capture stream as the current one, the allocator's routing to the graph's pool, and the CUDA generator
+    left capturing, which breaks every later ``torch.randn`` on the GPU: ``CudaTimer._time_graph``). No
+    eviction can sit between captured calls: the calls rotate over the input sets, and when those all fit
+    in twice the L2 (tiny problems, whose working set lives in L2 in real use too) the method says so with
+    a ``+l2`` suffix.
 
     The same method times *every* call on request (``CudaTimer(graph=True)``, the ``graph`` timer of
     ``%bench race --timer graph`` and ``Race(timer="graph")``): what a captured decode step would see, launch
@@ -552,6 +555,8 @@ class CudaTimer:
         # The calls rotate over min(calls, k) input sets: in L2 when those fit in twice its size.
         resident = min(calls, k) * set_bytes < 2 * self.l2_bytes()
         stream = torch.cuda.current_stream()
+        graph, pool = torch.cuda.CUDAGraph(), torch.cuda.graph_pool_handle()
+        capturing = False
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -559,18 +564,41 @@ class CudaTimer:
                 for i in range(max(3, k)):  # that what a call caches (a TMA kernel's maps) is not made in the graph
                     fn(*input_sets[i % k])
             torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
             out = None
-            with torch.cuda.graph(graph):
+            capturing = True
+            with torch.cuda.graph(graph, pool=pool):
                 for j in range(calls):
                     out = fn(*input_sets[j % k])
+            capturing = False
             graph.replay()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - capture is an optimisation; events still work
-            # When the capture fails, torch.cuda.graph's __exit__ raises from capture_end before it restores the
-            # stream it replaced: without this, every later call (the events fallback, the next variants, the
-            # chapter's own cells) would run on torch's capture stream.
+            # A capture the variant broke (a synchronize, a copy to the host) makes torch.cuda.graph's __exit__ raise
+            # from CUDAGraph::capture_end at cudaStreamEndCapture, before the rest of capture_end and __exit__ run
+            # (torch 2.11). Three things they would have undone are undone here, or every later call (the events
+            # fallback, the next variants, the chapter's own cells) would pay for them:
+            # - the current stream is still torch's capture stream;
+            # - the caching allocator still routes allocations to the graph's pool (endAllocateToPool): each later
+            #   allocation asks the driver whether its stream is capturing, and while any capture is "underway" the
+            #   allocator never reclaims the blocks of tensors used on several streams;
+            # - the default CUDA generator's state is left capturing (capture_epilogue never ran), so every later
+            #   random op on the GPU (torch.randn of the next race's inputs) raises "Offset increment outside graph
+            #   capture encountered unexpectedly", and so does the replay of any graph captured earlier (each replay
+            #   advances that same state). Only capture_epilogue clears the flag, and only a capture that ends runs
+            #   it, so a capture of one empty kernel is made and ended: the state is the same object, not a copy
+            #   swapped in with graphsafe_set_state, so graphs captured before (a chapter's decode step) replay too.
+            # Where capture_end did finish (the variant raised a Python error inside the capture), the graph owns
+            # its pool as usual and none of this is needed.
             torch.cuda.set_stream(stream)
+            if capturing and not _capture_ended(graph):
+                device = torch.cuda.current_device()
+                for undo in (torch._C._cuda_endAllocateToPool, torch._C._cuda_releasePool):
+                    with contextlib.suppress(RuntimeError):  # a capture_begin that failed before either was needed
+                        undo(device, pool)
+                settle = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(settle):
+                    torch.cuda._sleep(1)
+                del settle
             torch.cuda.synchronize()
             self._graph_error = first_cause(exc)
             return None
@@ -585,6 +613,15 @@ class CudaTimer:
         times = [s.elapsed_time(e) / calls for s, e in zip(starts, ends)]
         # The output of the last captured call, as written by the last replay.
         return Timing(times, "cuda_graph" + ("+l2" if resident else ""), out, (calls - 1) % k, calls)
+
+
+def _capture_ended(graph) -> bool:
+    """Whether ``CUDAGraph.capture_end`` ran to its end (``pool()`` refuses a graph whose capture did not)."""
+    try:
+        graph.pool()
+    except RuntimeError:
+        return False
+    return True
 
 
 def first_cause(exc: BaseException) -> str:
