@@ -18,16 +18,22 @@ of every result row:
     subtracted. This is the timer that must agree with Nsight Compute's ``gpu__time_duration`` within
     5% from 50 us up (see ``benchmarks/timer_agreement.py`` and its committed output).
 ``cuda_graph``
-    For calls shorter than ``graph_below_us``, where even a queued launch costs a visible fraction of
-    the kernel, many calls are captured into one CUDA graph and each replay is timed with events; the
-    time per call is the replay's over the number of calls. CuPy and Triton launch on torch's current
-    stream, so they are captured; if capture fails (a variant that synchronizes or touches the host),
-    the timer falls back to ``cuda_event``, having undone what torch's failed capture leaves behind (the
-    capture stream as the current one, the allocator's routing to the graph's pool, and the CUDA generator
-    left capturing, which breaks every later ``torch.randn`` on the GPU: ``CudaTimer._time_graph``). No
-    eviction can sit between captured calls: the calls rotate over the input sets, and when those all fit
-    in twice the L2 (tiny problems, whose working set lives in L2 in real use too) the method says so with
-    a ``+l2`` suffix.
+    For calls shorter than ``graph_below_us``, where even a queued launch costs a visible fraction of the kernel,
+    many calls are captured into one CUDA graph and each replay is timed with events; the time per call is the
+    replay's over the number of calls. A replay holds about :data:`GRAPH_REPLAY_MS` of calls (at the probe's time
+    per call; at most 1000 calls): a replay has a fixed cost of its own, the graph's launch and the events around it
+    (2-6 us on the H200), which this leaves at about 1% of the figure at most. Measured on the H200
+    (``benchmarks/graph_calls.py``, ``results/nvidia-h200/graph_calls.csv``): a 2**16-float add costs 10-16 us a
+    call in a graph of one call, 2.6 us in one of 4, 1.4-1.6 us in one of 16 and 1.24-1.28 us from 64 calls to 4096
+    (the slope of replay time against calls, its steady cost, is 1.24 us); the old rule of 200 us a replay captured
+    85 calls, whose replays lasted 110 us (the probe times an eager call at 2.4 us) and read 1.280 us, 3% over the
+    slope. A replay of a millisecond and hundreds of calls is also what a captured decode step is. CuPy and Triton
+    launch on torch's current stream, so they are captured; if capture fails (a variant that synchronizes or touches
+    the host), the timer falls back to ``cuda_event``, having undone what torch's failed capture leaves behind (the
+    capture stream as the current one, the allocator's routing to the graph's pool, and the CUDA generator left
+    capturing, which breaks every later ``torch.randn`` on the GPU: ``CudaTimer._time_graph``). No eviction can sit
+    between captured calls: the calls rotate over the input sets, and when those all fit in twice the L2 (tiny
+    problems, whose working set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
 
     The same method times *every* call on request (``CudaTimer(graph=True)``, the ``graph`` timer of
     ``%bench race --timer graph`` and ``Race(timer="graph")``): what a captured decode step would see, launch
@@ -209,6 +215,9 @@ def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple
                                notes=turn.notes)
     return results
 
+
+#: How long one replay of the ``cuda_graph`` method lasts, at the probe's time per call (see the module docstring).
+GRAPH_REPLAY_MS = 1.0
 
 #: The most eager calls :func:`time_host` makes per variant and shape, and the share of ``rep_ms`` they may take
 #: (see the module docstring: the host figures must not lengthen a sweep by more than a few percent).
@@ -542,9 +551,9 @@ class CudaTimer:
         return Timing(spans, "cupti", out, idx, host_blocking_ms=statistics.median(blocking))
 
     def graph_calls(self, est_ms: float, sets: int) -> int:
-        """Calls per captured replay: enough to make the replay itself >= ~200 us and to visit every input set, but
-        no more than fit in a tenth of ``rep_ms`` (at least one)."""
-        calls = int(max(sets, min(1000, math.ceil(0.2 / max(est_ms, 1e-4)))))
+        """Calls per captured replay: enough to make the replay itself last :data:`GRAPH_REPLAY_MS` (at most 1000)
+        and to visit every input set, but no more than fit in a tenth of ``rep_ms`` (at least one)."""
+        calls = int(max(sets, min(1000, math.ceil(GRAPH_REPLAY_MS / max(est_ms, 1e-4)))))
         return max(1, min(calls, math.floor(self.rep_ms / (self.min_reps * max(est_ms, 1e-4)))))
 
     def _time_graph(self, fn, input_sets, est_ms, set_bytes) -> Timing | None:
