@@ -9,6 +9,9 @@ and size preset have not changed since its last successful run on this GPU is sk
 Chapters receive papermill parameters through their cell tagged ``parameters``: ``size = "full"`` (the book's
 numbers) or ``size = "quick"`` (smoke runs, ``--quick``). ``--reference`` writes the executed notebook back into
 ``book/`` (outputs included) on the book's own GPU, which is how the stored outputs that the site shows are made.
+``--timer graph`` has every race of the chapters time with the CUDA-graph timer (through the environment every
+``%bench`` reads; rows labelled ``cuda_graph`` in their ``timer`` column, replacing the events rows), and the record
+notes it, so that the next events sweep runs those chapters again.
 
 Ctrl-C, SIGTERM or SIGHUP stops the running chapters, leaves their previous notebook, log and record as they were
 (the next sweep runs them again) and exits with status 130.
@@ -57,9 +60,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sanitize", action="store_true",
                         help="every %%bench runs its CUDA variants' check under compute-sanitizer memcheck before "
                              f"timing (sets {SANITIZE_ENV}=1 for the chapters; add --force for up-to-date ones)")
-    parser.add_argument("--timer", choices=("events", "nsight"), default="events",
-                        help="nsight: every %%bench also re-times its ok rows under Nsight Compute and saves the "
-                             f"cross-check (sets {TIMER_ENV}=nsight for the chapters; add --force for up-to-date ones)")
+    parser.add_argument("--timer", choices=("events", "graph", "nsight"), default="events",
+                        help="graph: every race of the chapters times each call that can be captured in a CUDA graph "
+                             "(its rows' timer column cuda_graph; the others with events and a note), replacing the "
+                             "events rows in the chapters' CSVs; a chapter last run with the other timer is run "
+                             "again. nsight: every %%bench also re-times its ok rows under Nsight Compute and saves "
+                             "the cross-check (add --force for up-to-date ones). Either sets "
+                             f"{TIMER_ENV} for the chapters")
     cluster = parser.add_argument_group("on a Dask cluster (pip install 'labmagic[cluster]')")
     cluster.add_argument("--scheduler", metavar="local|local-cuda|ADDRESS",
                          help="run the chapters on a Dask cluster, once per GPU kind: 'local' (CPU workers here), "
@@ -81,14 +88,15 @@ def run(args) -> int:
     if args.scheduler:
         if args.sanitize:
             raise LabError("--sanitize runs on this machine's GPUs: drop --scheduler")
-        if args.timer == "nsight":
-            raise LabError("--timer nsight runs on this machine's GPUs: drop --scheduler")
+        if args.timer != "events":
+            raise LabError(f"--timer {args.timer} runs on this machine's GPUs: drop --scheduler")
         return _run_on_cluster(args, chapters, size, book_gpu)
     for option, given in (("--kinds", args.kinds), ("--workers", args.workers is not None),
                           ("--allow-dirty", args.allow_dirty)):
         if given:
             raise LabError(f"{option} is for sweeps on a Dask cluster: add --scheduler local|local-cuda|ADDRESS")
     gpus = parse_gpus(args.gpus)
+    rows_timer = "graph" if args.timer == "graph" else "events"  # nsight cross-checks events rows
     if args.reference:
         here = {slug_for(g) for g in gpus}
         if here != {book_gpu}:
@@ -96,21 +104,23 @@ def run(args) -> int:
                            f"{', '.join(sorted(here))} (set LABMAGIC_BOOK_GPU to change the book's GPU)")
         if args.quick:
             raise LabError("--reference needs the book's full sizes: drop --quick")
+        if rows_timer != "events":
+            raise LabError("--reference writes the book's outputs, whose tables are timed with events: drop "
+                           "--timer graph")
     if args.list:
         slug = slug_for(gpus[0])
         for notebook in chapters:
-            fresh, why = freshness(notebook, slug, size)
+            fresh, why = freshness(notebook, slug, size, rows_timer)
             state = "up to date" if fresh else "to run"
             print(f"{notebook.stem}: {state} on {slug} ({why.removeprefix('up to date: ')})")
         return 0
     if args.sanitize:
         os.environ[SANITIZE_ENV] = "1"  # the chapters' kernels inherit it; Bench.sanitize reads it
-    if args.timer == "nsight":
-        os.environ[TIMER_ENV] = "nsight"  # likewise, read by %bench (Bench.nsight)
+    os.environ[TIMER_ENV] = args.timer  # likewise, read by every %bench (timer_from_env, nsight_from_env)
     slugs = sorted({slug_for(g) for g in gpus} - {"cpu"})  # without a GPU nothing is saved, nothing to compare
     before = snapshot(repo_root(), slugs) if slugs else None
     return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
-                                 timeout=args.timeout, reference=args.reference), before)
+                                 timeout=args.timeout, reference=args.reference, timer=rows_timer), before)
 
 
 def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:

@@ -70,6 +70,9 @@ class DirectLaunch:
         #: The device whose context holds ``function`` (a kernel loads one per device): launches elsewhere go
         #: through CuPy, which loads the kernel there.
         self.device = device
+        #: ``launch(values, grid3, block3, smem, stream)``: what a call does, as a plain function over what it needs,
+        #: each bound once here (a call through ``__call__`` pays the method's dispatch and five attribute reads).
+        self.launch = self._launcher()
 
     def _new_buffers(self):
         data = ctypes.create_string_buffer(max(self._struct.size, 1))
@@ -80,11 +83,19 @@ class DirectLaunch:
         buffers = self._local.buffers = (memoryview(data).cast("B"), ctypes.addressof(pointers), pointers)
         return buffers
 
+    def _launcher(self):
+        pack, launch, function, local, new_buffers = (self._pack, self._launch, self._function, self._local,
+                                                      self._new_buffers)
+
+        def direct_launch(values: tuple, grid3: tuple, block3: tuple, smem: int, stream: int) -> None:
+            try:
+                view, params, _ = local.buffers
+            except AttributeError:  # this thread's first launch of the kernel
+                view, params, _ = new_buffers()
+            pack(view, 0, *values)
+            launch(function, grid3[0], grid3[1], grid3[2], block3[0], block3[1], block3[2], smem, stream, params, 0)
+
+        return direct_launch
+
     def __call__(self, values: tuple, grid3: tuple, block3: tuple, smem: int, stream: int) -> None:
-        try:
-            view, params, _ = self._local.buffers
-        except AttributeError:  # this thread's first launch of the kernel
-            view, params, _ = self._new_buffers()
-        self._pack(view, 0, *values)
-        self._launch(self._function, grid3[0], grid3[1], grid3[2], block3[0], block3[1], block3[2], smem, stream,
-                     params, 0)
+        self.launch(values, grid3, block3, smem, stream)

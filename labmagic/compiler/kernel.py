@@ -446,7 +446,7 @@ class CudaKernel:
             device = device_of()
             if device == direct.device:
                 try:
-                    direct(values, grid3, block3, smem, stream_of(device))
+                    direct.launch(values, grid3, block3, smem, stream_of(device))
                 except direct.error as exc:
                     raise self._launch_error(exc, grid3, block3, smem) from None
                 faults.record(self.name, grid3, block3, smem)

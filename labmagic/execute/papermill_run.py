@@ -154,10 +154,12 @@ def papermill_command(notebook: Path, output: Path, size: str | None, timeout: i
 
 
 def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu: str | None = None,
-                timeout: int | None = None, on_cell=None, children: Children | None = None) -> Outcome:
+                timeout: int | None = None, on_cell=None, children: Children | None = None,
+                timer: str = "events") -> Outcome:
     """Execute one chapter with papermill in a child process; when it ends, publish its notebook and log next to
-    each other and record the outcome (see the module docstring). Interrupted (``children`` stopping, or Ctrl-C
-    here), or unable to write all of them, it publishes nothing."""
+    each other and record the outcome (see the module docstring), with ``timer``, the timer the chapter's races were
+    asked to use (``labmagic sweep --timer graph`` asks it of every ``%bench`` through the environment). Interrupted
+    (``children`` stopping, or Ctrl-C here), or unable to write all of them, it publishes nothing."""
     children = children or Children()
     out_dir = results_dir(slug) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -182,7 +184,8 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
         status = "passed" if code == 0 else "failed"
         error = "" if code == 0 else (last_error or f"papermill exited with status {code}; see {log_path}")
         record = {
-            "chapter": notebook.stem, "status": status, "size": size, "input_hash": input_hash, "started": when,
+            "chapter": notebook.stem, "status": status, "size": size, "timer": timer, "input_hash": input_hash,
+            "started": when,
             "seconds": round(seconds, 2), "error": error, "device": slug,
             "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
             "python": sys.version.split()[0], "variants": variant_counts(running_rows),

@@ -107,14 +107,16 @@ class Progress:
 
 def sweep(chapters: list[Path], *, size: str = "full", inject_size: bool = False, force: bool = False,
           gpus: list[str | None] = (None,), timeout: int | None = None, reference: bool = False,
-          quiet: bool = False) -> list[Outcome]:
-    """Run chapters (skipping those up to date), one worker per entry of ``gpus``; return one outcome per chapter."""
+          quiet: bool = False, timer: str = "events") -> list[Outcome]:
+    """Run chapters (skipping those up to date), one worker per entry of ``gpus``; return one outcome per chapter.
+    ``timer``: what the chapters' races time with (``events`` or ``graph``), for their records and freshness; the
+    caller tells the chapters (``labmagic sweep`` sets the environment variable ``%bench`` reads)."""
     outcomes: list[Outcome] = []
     todo: queue.Queue[Path] = queue.Queue()
     slugs = {gpu: slug_for(gpu) for gpu in gpus}
     for notebook in chapters:
         slug = slugs[gpus[0]]
-        verdicts = [freshness(notebook, s, size) for s in sorted(set(slugs.values()))]
+        verdicts = [freshness(notebook, s, size, timer) for s in sorted(set(slugs.values()))]
         if not force and all(fresh for fresh, _ in verdicts):
             outcomes.append(Outcome(notebook.stem, "skipped", slug, details={"reason": verdicts[0][1]}))
         else:
@@ -136,7 +138,8 @@ def sweep(chapters: list[Path], *, size: str = "full", inject_size: bool = False
                 progress.start(notebook.stem)
             try:
                 outcome = run_chapter(notebook, slugs[gpu], size, inject_size=inject_size, gpu=gpu,
-                                      timeout=timeout, on_cell=progress.cell if progress else None, children=children)
+                                      timeout=timeout, on_cell=progress.cell if progress else None, children=children,
+                                      timer=timer)
                 if reference and outcome.status == "passed":
                     write_reference(Path(outcome.notebook), notebook)
             except Exception as exc:  # noqa: BLE001 - one chapter's failure must not stop the others

@@ -25,7 +25,8 @@ _AXB = re.compile(r"^\d+(x\d+)+$")
 #: Set by ``labmagic sweep --sanitize`` for the chapters it executes: every ``%bench`` then sanitizes.
 SANITIZE_ENV = "LABMAGIC_BENCH_SANITIZE"
 
-#: Set to ``nsight`` by ``labmagic sweep --timer nsight``: every ``%bench`` then cross-checks its table with Nsight.
+#: Set by ``labmagic sweep --timer``: ``graph``, every ``%bench`` without a ``--timer`` of its own times with the graph
+#: timer (over the race's ``timer=``); ``nsight``, every ``%bench`` then cross-checks its table with Nsight.
 TIMER_ENV = "LABMAGIC_BENCH_TIMER"
 
 
@@ -113,7 +114,8 @@ class BenchMagics(Magics):
     @argument("--timer", choices=("events", "graph", "nsight"),
               help="events: CUDA events around each call (graphs under 20 us; the default, or the race's timer=); "
                    "graph: every call that can be captured timed in a CUDA graph, the others with events and a note "
-                   "saying why; nsight: events, then the --nsight cross-check")
+                   f"saying why (the default under labmagic sweep --timer graph, which sets {TIMER_ENV}); nsight: "
+                   "events, then the --nsight cross-check")
     @line_magic
     def bench(self, line: str):
         """Check, time and judge a race's variants; show one table per shape (see labmagic.benchmark)."""
@@ -133,7 +135,7 @@ class BenchMagics(Magics):
             return verify(race, variants=variants, shapes=shapes)
         s = self.settings
         sanitize = args.sanitize or s.sanitize or sanitize_from_env()
-        timer = "events" if args.timer == "nsight" else args.timer
+        timer = "events" if args.timer == "nsight" else args.timer or timer_from_env()
         result = bench(race, shapes=shapes, variants=variants, check=not args.no_check,
                        save=None if (s.save and not args.no_save) else False,
                        target=args.target or s.target or None, plot=s.plot and not args.no_plot,
@@ -148,6 +150,12 @@ class BenchMagics(Magics):
 def sanitize_from_env() -> bool:
     """Whether the sweep that runs this notebook asked for ``--sanitize`` (read at each ``%bench``)."""
     return os.environ.get(SANITIZE_ENV, "") not in ("", "0")
+
+
+def timer_from_env() -> str | None:
+    """``graph`` when the sweep that runs this notebook asked for ``--timer graph`` (read at each ``%bench``), else
+    None (the race's own timer, or events)."""
+    return "graph" if os.environ.get(TIMER_ENV, "").strip().lower() == "graph" else None
 
 
 def nsight_from_env() -> bool:

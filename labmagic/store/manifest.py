@@ -77,10 +77,11 @@ def machine_id() -> str:
     return hashlib.sha256(f"labmagic machine {ident} {socket.gethostname()}".encode()).hexdigest()[:16]
 
 
-def freshness(notebook: Path, slug: str, size: str) -> tuple[bool, str]:
+def freshness(notebook: Path, slug: str, size: str, timer: str = "events") -> tuple[bool, str]:
     """Whether the chapter is up to date on this GPU of this machine, and why (or why not): its last run here
-    passed, with these sources and this size preset, and the executed notebook on disk is the one that run
-    published."""
+    passed, with these sources, this size preset and this timer (``events``, or ``graph`` for a ``labmagic sweep
+    --timer graph``, whose rows replace the events rows; a record without one was timed with events), and the
+    executed notebook on disk is the one that run published."""
     path = manifest_path(slug, notebook.stem)
     last = read_manifest(slug, notebook.stem)
     if last is None or not isinstance(last, dict):
@@ -93,9 +94,12 @@ def freshness(notebook: Path, slug: str, size: str) -> tuple[bool, str]:
         return False, "its sources changed since its last run here"
     if last.get("size") != size:
         return False, f"its last run here was at size {last.get('size')!r}, not {size!r}"
+    if last.get("timer", "events") != timer:
+        return False, f"its last run here timed its races with {last.get('timer')!r}, not {timer!r}"
     if not published_by(last, path.with_suffix(".ipynb")):
         return False, "its executed notebook is not the one its record vouches for"
-    return True, f"up to date: passed here at {str(last.get('started', '?'))[:16]}, sources and size unchanged"
+    return True, (f"up to date: passed here at {str(last.get('started', '?'))[:16]}, sources, size and timer "
+                  "unchanged")
 
 
 def up_to_date(notebook: Path, slug: str, size: str) -> bool:

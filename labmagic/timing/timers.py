@@ -19,13 +19,22 @@ of every result row:
     subtracted. This is the timer that must agree with Nsight Compute's ``gpu__time_duration`` within
     5% from 50 us up (see ``benchmarks/timer_agreement.py`` and its committed output).
 ``cuda_graph``
-    For calls shorter than ``graph_below_us``, where even a queued launch costs a visible fraction of
-    the kernel, many calls are captured into one CUDA graph and each replay is timed with events; the
-    time per call is the replay's over the number of calls. CuPy and Triton launch on torch's current
-    stream, so they are captured; if capture fails (a variant that synchronizes or touches the host),
-    the timer falls back to ``cuda_event``. No eviction can sit between captured calls: the calls
-    rotate over the input sets, and when those all fit in twice the L2 (tiny problems, whose working
-    set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
+    For calls shorter than ``graph_below_us``, where even a queued launch costs a visible fraction of the kernel,
+    many calls are captured into one CUDA graph and each replay is timed with events; the time per call is the
+    replay's over the number of calls. A replay holds about :data:`GRAPH_REPLAY_MS` of calls (at the probe's time
+    per call; at most 1000 calls): a replay has a fixed cost of its own, the graph's launch and the events around it
+    (2-6 us on the H200), which this leaves at about 1% of the figure at most. Measured on the H200
+    (``benchmarks/graph_calls.py``, ``results/nvidia-h200/graph_calls.csv``): a 2**16-float add costs 10-16 us a
+    call in a graph of one call, 2.6 us in one of 4, 1.4-1.6 us in one of 16 and 1.24-1.28 us from 64 calls to 4096
+    (the slope of replay time against calls, its steady cost, is 1.24 us); the old rule of 200 us a replay captured
+    85 calls, whose replays lasted 110 us (the probe times an eager call at 2.4 us) and read 1.280 us, 3% over the
+    slope. A replay of a millisecond and hundreds of calls is also what a captured decode step is. CuPy and Triton
+    launch on torch's current stream, so they are captured; if capture fails (a variant that synchronizes or touches
+    the host), the timer falls back to ``cuda_event``, having undone what torch's failed capture leaves behind (the
+    capture stream as the current one, the allocator's routing to the graph's pool, and the CUDA generator left
+    capturing, which breaks every later ``torch.randn`` on the GPU: ``CudaTimer._time_graph``). No eviction can sit
+    between captured calls: the calls rotate over the input sets, and when those all fit in twice the L2 (tiny
+    problems, whose working set lives in L2 in real use too) the method says so with a ``+l2`` suffix.
 
     The same method times *every* call on request (``CudaTimer(graph=True)``, the ``graph`` timer of
     ``%bench race --timer graph`` and ``Race(timer="graph")``): what a captured decode step would see, launch
@@ -207,6 +216,9 @@ def time_in_rounds(timer, calls: dict[str, Callable], input_sets: Sequence[tuple
                                notes=turn.notes)
     return results
 
+
+#: How long one replay of the ``cuda_graph`` method lasts, at the probe's time per call (see the module docstring).
+GRAPH_REPLAY_MS = 1.0
 
 #: The most eager calls :func:`time_host` makes per variant and shape, and the share of ``rep_ms`` they may take
 #: (see the module docstring: the host figures must not lengthen a sweep by more than a few percent).
@@ -540,9 +552,9 @@ class CudaTimer:
         return Timing(spans, "cupti", out, idx, host_blocking_ms=statistics.median(blocking))
 
     def graph_calls(self, est_ms: float, sets: int) -> int:
-        """Calls per captured replay: enough to make the replay itself >= ~200 us and to visit every input set, but
-        no more than fit in a tenth of ``rep_ms`` (at least one)."""
-        calls = int(max(sets, min(1000, math.ceil(0.2 / max(est_ms, 1e-4)))))
+        """Calls per captured replay: enough to make the replay itself last :data:`GRAPH_REPLAY_MS` (at most 1000)
+        and to visit every input set, but no more than fit in a tenth of ``rep_ms`` (at least one)."""
+        calls = int(max(sets, min(1000, math.ceil(GRAPH_REPLAY_MS / max(est_ms, 1e-4)))))
         return max(1, min(calls, math.floor(self.rep_ms / (self.min_reps * max(est_ms, 1e-4)))))
 
     def _time_graph(self, fn, input_sets, est_ms, set_bytes) -> Timing | None:
@@ -553,6 +565,8 @@ class CudaTimer:
         # The calls rotate over min(calls, k) input sets: in L2 when those fit in twice its size.
         resident = min(calls, k) * set_bytes < 2 * self.l2_bytes()
         stream = torch.cuda.current_stream()
+        graph, pool = torch.cuda.CUDAGraph(), torch.cuda.graph_pool_handle()
+        capturing = False
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -560,18 +574,41 @@ class CudaTimer:
                 for i in range(max(3, k)):  # that what a call caches (a TMA kernel's maps) is not made in the graph
                     fn(*input_sets[i % k])
             torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
             out = None
-            with torch.cuda.graph(graph):
+            capturing = True
+            with torch.cuda.graph(graph, pool=pool):
                 for j in range(calls):
                     out = fn(*input_sets[j % k])
+            capturing = False
             graph.replay()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - capture is an optimisation; events still work
-            # When the capture fails, torch.cuda.graph's __exit__ raises from capture_end before it restores the
-            # stream it replaced: without this, every later call (the events fallback, the next variants, the
-            # chapter's own cells) would run on torch's capture stream.
+            # A capture the variant broke (a synchronize, a copy to the host) makes torch.cuda.graph's __exit__ raise
+            # from CUDAGraph::capture_end at cudaStreamEndCapture, before the rest of capture_end and __exit__ run
+            # (torch 2.11). Three things they would have undone are undone here, or every later call (the events
+            # fallback, the next variants, the chapter's own cells) would pay for them:
+            # - the current stream is still torch's capture stream;
+            # - the caching allocator still routes allocations to the graph's pool (endAllocateToPool): each later
+            #   allocation asks the driver whether its stream is capturing, and while any capture is "underway" the
+            #   allocator never reclaims the blocks of tensors used on several streams;
+            # - the default CUDA generator's state is left capturing (capture_epilogue never ran), so every later
+            #   random op on the GPU (torch.randn of the next race's inputs) raises "Offset increment outside graph
+            #   capture encountered unexpectedly", and so does the replay of any graph captured earlier (each replay
+            #   advances that same state). Only capture_epilogue clears the flag, and only a capture that ends runs
+            #   it, so a capture of one empty kernel is made and ended: the state is the same object, not a copy
+            #   swapped in with graphsafe_set_state, so graphs captured before (a chapter's decode step) replay too.
+            # Where capture_end did finish (the variant raised a Python error inside the capture), the graph owns
+            # its pool as usual and none of this is needed.
             torch.cuda.set_stream(stream)
+            if capturing and not _capture_ended(graph):
+                device = torch.cuda.current_device()
+                for undo in (torch._C._cuda_endAllocateToPool, torch._C._cuda_releasePool):
+                    with contextlib.suppress(RuntimeError):  # a capture_begin that failed before either was needed
+                        undo(device, pool)
+                settle = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(settle):
+                    torch.cuda._sleep(1)
+                del settle
             torch.cuda.synchronize()
             self._graph_error = first_cause(exc)
             return None
@@ -586,6 +623,15 @@ class CudaTimer:
         times = [s.elapsed_time(e) / calls for s, e in zip(starts, ends)]
         # The output of the last captured call, as written by the last replay.
         return Timing(times, "cuda_graph" + ("+l2" if resident else ""), out, (calls - 1) % k, calls)
+
+
+def _capture_ended(graph) -> bool:
+    """Whether ``CUDAGraph.capture_end`` ran to its end (``pool()`` refuses a graph whose capture did not)."""
+    try:
+        graph.pool()
+    except RuntimeError:
+        return False
+    return True
 
 
 def first_cause(exc: BaseException) -> str:

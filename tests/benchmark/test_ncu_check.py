@@ -248,11 +248,12 @@ def test_sweep_timer_nsight_sets_the_env_var_the_chapters_read(monkeypatch, caps
     monkeypatch.setenv(TIMER_ENV, "")
     monkeypatch.setattr(sweep_cli, "sweep", fake_sweep)
     monkeypatch.setattr(sweep_cli, "snapshot", lambda *a: None)
-    assert main(["sweep", "01"]) == 0
     assert main(["sweep", "--timer", "nsight", "01"]) == 0
-    assert seen == [("", False), ("nsight", True)]
-    assert main(["sweep", "--timer", "nsight", "--scheduler", "local", "01"]) == 2
-    assert "--timer nsight runs on this machine's GPUs: drop --scheduler" in capsys.readouterr().err
+    assert main(["sweep", "01"]) == 0  # each sweep says what it wants: nothing left from the one before
+    assert seen == [("nsight", True), ("events", False)]
+    for timer in ("nsight", "graph"):
+        assert main(["sweep", "--timer", timer, "--scheduler", "local", "01"]) == 2
+        assert f"--timer {timer} runs on this machine's GPUs: drop --scheduler" in capsys.readouterr().err
 
 
 # -- the child's mode ----------------------------------------------------------------------------------------

@@ -290,8 +290,11 @@ class StandInDriver:
 
     def __init__(self):
         self.launches = []
+        self.refusal: Exception | None = None  # raised instead of launching, when set
 
     def __call__(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        if self.refusal is not None:
+            raise self.refusal
         self.launches.append((function, (gx, gy, gz), (bx, by, bz), smem, stream))
 
 
@@ -348,10 +351,6 @@ def test_a_warm_launch_on_another_device_takes_the_checked_path(warm_axpy4, monk
 
 def test_a_driver_refusal_on_the_warm_path_names_the_launch(warm_axpy4):
     axpy4, args, driver = warm_axpy4
-
-    def refuse(*_):
-        raise DriverRefusal("CUDA_ERROR_INVALID_VALUE: invalid argument")
-
-    axpy4._direct._launch = refuse
+    driver.refusal = DriverRefusal("CUDA_ERROR_INVALID_VALUE: invalid argument")
     with pytest.raises(labmagic.LabError, match=r"axpy4<<<\(1, 1, 1\), \(32, 1, 1\), 0>>> was refused by the driver"):
         axpy4(*args, grid=1, block=32)

@@ -291,6 +291,32 @@ def test_a_record_from_another_machine_or_unreadable_is_run_again_and_the_summar
     assert _manifest(tiny_repo, "01_alpha")["machine"] == manifest.machine_id()
 
 
+def test_sweep_timer_graph_reaches_every_bench_and_its_record_and_freshness_say_so(tiny_repo, capsys, monkeypatch):
+    """`labmagic sweep --timer graph`: the chapter's kernel is told (every %bench in it then times with the graph
+    timer, its rows labelled cuda_graph on a GPU), its record says graph, and a later events sweep runs it again,
+    since its rows in the CSV are graph rows; --reference, which writes the book's events tables, refuses it."""
+    from labmagic.magics.bench_magic import TIMER_ENV
+
+    monkeypatch.setenv(TIMER_ENV, "")  # the sweep sets it for its chapters; restored after the test
+    write_chapter(tiny_repo / "book" / "04_delta.ipynb",
+                  "from labmagic.magics.bench_magic import timer_from_env\nprint('delta timer', timer_from_env())",
+                  title="Delta")
+    assert run_command(sweep_cmd, ["--quick", "--timer", "graph", "04"]) == 0
+    notebooks = tiny_repo / "results" / "cpu" / "notebooks"
+    assert "delta timer graph" in _outputs_text(notebooks / "04_delta.ipynb")
+    assert _manifest(tiny_repo, "04_delta")["timer"] == "graph"
+    capsys.readouterr()
+    assert run_command(sweep_cmd, ["--list", "--quick", "04"]) == 0
+    assert "04_delta: to run on cpu (its last run here timed its races with 'graph', not 'events')" in \
+        capsys.readouterr().out
+    assert run_command(sweep_cmd, ["--quick", "04"]) == 0
+    assert "delta timer None" in _outputs_text(notebooks / "04_delta.ipynb")
+    assert _manifest(tiny_repo, "04_delta")["timer"] == "events"
+    monkeypatch.setenv("LABMAGIC_BOOK_GPU", "cpu")  # so that --reference gets as far as the timer
+    with pytest.raises(LabError, match="whose tables are timed with events: drop --timer graph"):
+        run_command(sweep_cmd, ["--reference", "--timer", "graph", "04"])
+
+
 def test_the_record_counts_what_the_races_found_and_results_lists_this_machines_run(tiny_repo, capsys):
     """A chapter's race on CPU: the reference passes its check, a CUDA variant needs a GPU; the run's record counts
     them and `labmagic results` shows this machine's run beside the GPU rows (none here)."""

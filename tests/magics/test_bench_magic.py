@@ -66,6 +66,30 @@ def test_timer_reaches_bench_and_nsight_is_the_cross_check(race_shell, line, nsi
     assert (NO_GPU_NOTE in result.notes) is nsight_note
 
 
+@pytest.mark.parametrize("line, env, timer", [
+    ("", "graph", "graph"),  # labmagic sweep --timer graph sets it for the chapters it runs
+    ("--timer events", "graph", "events"),  # the cell's own --timer wins
+    ("", "events", None),  # the race's timer=, else events
+    ("", "nsight", None),  # the cross-check, over the race's timer
+    ("", "", None),
+])
+def test_the_sweeps_graph_timer_reaches_every_bench_without_a_timer_of_its_own(race_shell, monkeypatch, line, env,
+                                                                              timer):
+    import labmagic.benchmark
+    from labmagic.magics.bench_magic import TIMER_ENV
+
+    real, asked = labmagic.benchmark.bench, []
+
+    def bench(race, **kwargs):  # the real bench, its timer noted
+        asked.append(kwargs["timer"])
+        return real(race, **kwargs)
+
+    monkeypatch.setattr(labmagic.benchmark, "bench", bench)
+    monkeypatch.setenv(TIMER_ENV, env)
+    race_shell.run(f"%bench shapes_race --no-plot {line}")
+    assert asked == [timer]
+
+
 def test_an_unknown_timer_is_refused_by_the_line_parser(race_shell):
     from IPython.core.error import UsageError
 

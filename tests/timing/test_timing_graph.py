@@ -8,7 +8,8 @@ from labmagic.timing import CudaTimer
 
 
 @pytest.mark.parametrize(("est_ms", "sets", "expected"), [
-    (0.005, 4, 40),     # a short call: a replay of >= 200 us
+    (0.005, 4, 200),    # a short call: a replay of >= 1 ms
+    (0.0005, 4, 1000),  # ... of 1000 calls at most
     (0.005, 256, 256),  # ... that visits every input set
     (0.019, 256, 256),  # the longest call graphed by default keeps the rule
     (2.0, 64, 5),       # the graph timer on a long call: no more than rep_ms / min_reps of calls per replay

@@ -1,16 +1,25 @@
 """The graph timer (``CudaTimer(graph=True)``, ``%bench --timer graph``) on a real GPU, against its anchor,
 ``triton.testing.do_bench_cudagraph``, and with a variant that cannot be captured.
 
-On one input set both replay the same calls with nothing between them (no eviction: what stays in the L2 across
-back-to-back calls stays for both), so their medians must agree; a timer that divided a replay by the wrong number
-of calls, timed the capture, or left launch overhead in would not. What they cannot share unaided is the board's
-power state: measured one after the other, a compute-bound GEMM is timed by the first in a burst (4096^3 bf16 read
-0.175 ms, 785 TFLOP/s, on the H200) and, we believe (not yet confirmed on the GPU), by the second at the power cap it drove the board to (0.198 ms, 694 TFLOP/s,
-the sustained cuBLAS ceiling `labmagic calibrate` measures), and a 3 us add after an idle capture is timed at
-whatever clock the idle left. So each is timed right after the same heat soak (:func:`_soak`: the call itself, back
-to back, for half a second), and the comparison is of like with like. The tolerances are then wide enough for the
-two methods' residual drift, and far below the errors they are there to catch (a factor of the calls per replay, or
-a launch's 5-10 us on a 3 us kernel).
+On one input set both replay back-to-back calls with nothing between them (no eviction: what stays in the L2 across
+calls stays for both) and divide a replay by its calls, so their medians must agree; a timer that divided by the
+wrong number of calls, timed the capture, or left launch overhead in would not. Both must also sit where the time
+per call no longer depends on the graph's length. Measured on the H200 (``benchmarks/graph_calls.py`` at 925ebca,
+``results/nvidia-h200/graph_calls.csv``): a 2**16-float add costs 10-16 us a call in a graph of one call, 1.4-1.6 us
+in one of 16 and 1.24-1.28 us from 64 calls to 4096, so any graph of 64 calls or more reads the same call; run
+alone, the graph timer (85 calls a replay, under its former rule of 200 us replays) read 1.280 us and
+do_bench_cudagraph 1.263 us at rep 20 (2**20 floats: 2.600 and 2.497; 2**26: 186.2 and 184.7). Inside the whole GPU
+suite at 45b8d96 they had read 1.11 and 1.68 us, and neither fits that curve at 64 calls or more: the timer's is
+below its floor, so the board's state differed between the two measurements; the anchor's is the curve at 4 to 16
+calls, which is what ``do_bench_cudagraph`` captures (``rep / estimate`` calls) if the five eager calls of its
+estimate, about 40 us, absorb a stall of several ms (a hypothesis: nothing recorded shows one). So here the anchor
+gets ``rep=100``, which keeps it at 64 calls or more unless those five calls take over 8 ms, the timer's replays
+last about a millisecond (``GRAPH_REPLAY_MS``), and the two are measured in turns, three times each, each after the
+same half-second heat soak (:func:`_soak`, the call itself back to back), and their medians compared: one odd
+reading does not decide, and what drifts with the board's power state over the test (on the H200 a 4096^3 bf16 GEMM
+read 785 TFLOP/s in one burst and 694 in the one right after it) drifts for both. The tolerance, 10%, is over twice
+the widest gap seen alone (4%, 2**20 floats) and far below the errors it is there to catch (a factor of the calls
+per replay, or a launch's 5-10 us on a 1.3 us call).
 """
 
 from __future__ import annotations
@@ -50,33 +59,42 @@ def _soak(fn, args, ms: float = 500.0) -> None:
         torch.cuda.synchronize()
 
 
-@pytest.mark.parametrize(("make", "size", "fn_name", "tolerance"), [
-    pytest.param(_add_sets, 2**16, "add", 0.20, marks=pytest.mark.xfail(  # ~3 us: launch overhead would double it
-        reason="open (#49): on the H200 at 45b8d96 the graph timer read 1.11 us a call, do_bench_cudagraph 1.68 us "
-               "(76 calls a replay against its ~100); also failed at ebc74e4. Which one is right is not settled "
-               "(results/nvidia-h200/gpu_checks/tests_45b8d96/)", strict=False)),
-    (_add_sets, 2**26, "add", 0.10),       # ~0.2 ms, memory-bound, far beyond the L2 for both
-    (_matmul_sets, 4096, "matmul", 0.10),  # ~0.2 ms, compute-bound
+@pytest.mark.parametrize(("make", "size", "fn_name"), [
+    (_add_sets, 2**16, "add"),        # ~1.3 us in a graph, ~7 us eager: launch overhead would be 5x the call
+    (_add_sets, 2**26, "add"),        # ~0.19 ms, memory-bound, far beyond the L2 for both
+    (_matmul_sets, 4096, "matmul"),   # ~0.2 ms, compute-bound
 ])
-def test_the_graph_timer_agrees_with_do_bench_cudagraph_on_one_input_set(make, size, fn_name, tolerance):
+def test_the_graph_timer_agrees_with_do_bench_cudagraph_on_one_input_set(make, size, fn_name):
+    import statistics
+
     import torch
     from triton.testing import do_bench_cudagraph
 
     fn = getattr(torch, fn_name)
     sets = make(size)
     set_bytes = sum(x.numel() * x.element_size() for x in sets[0])
-    _soak(fn, sets[0])
-    timing = CudaTimer(graph=True, rep_ms=50).time(fn, sets, set_bytes=set_bytes)
-    assert timing.method.startswith("cuda_graph"), timing.notes
-    assert timing.calls_per_sample >= 1
+    ours, anchors = [], []
+    for _ in range(3):
+        _soak(fn, sets[0])
+        timing = CudaTimer(graph=True, rep_ms=50).time(fn, sets, set_bytes=set_bytes)
+        assert timing.method.startswith("cuda_graph"), timing.notes
+        ours.append(timing.median_ms)
+        _soak(fn, sets[0])
+        anchors.append(do_bench_cudagraph(lambda: fn(*sets[0]), rep=100, return_mode="median"))
     exact = fn(*(x.float() for x in sets[0]))  # the captured calls computed the right thing
     torch.testing.assert_close(timing.output.float(), exact, rtol=2e-2, atol=1.0 if fn_name == "matmul" else 0.0)
-    _soak(fn, sets[0])
-    anchor = do_bench_cudagraph(lambda: fn(*sets[0]), rep=20, return_mode="median")
-    assert abs(timing.median_ms / anchor - 1) < tolerance, (timing.median_ms, anchor, timing.calls_per_sample)
+    if size == 2**16:
+        assert timing.calls_per_sample >= 64  # where the time per call no longer depends on the graph's length
+    mine, anchor = statistics.median(ours), statistics.median(anchors)
+    assert abs(mine / anchor - 1) < 0.10, (ours, anchors, timing.calls_per_sample)
 
 
 def test_a_call_that_cannot_be_captured_is_timed_with_events_and_says_why():
+    """... and leaves the process as it found it. torch 2.11's CUDAGraph::capture_end throws at cudaStreamEndCapture
+    before it restores the stream, ends the allocator's routing to the graph's pool and clears the CUDA generator's
+    capturing flag; with that flag left set, every later torch.randn on the GPU raised "Offset increment outside graph
+    capture encountered unexpectedly" (seen on the H200 at 45b8d96), and so does the replay of a graph captured before,
+    which is why the timer clears the flag on the generator's own state rather than swapping in a copy of it."""
     import torch
 
     def syncs(a, b):
@@ -85,6 +103,15 @@ def test_a_call_that_cannot_be_captured_is_timed_with_events_and_says_why():
         return out
 
     sets = _add_sets(2**20)
+    before = torch.cuda.CUDAGraph()  # captured before the failure, as a chapter's decode step would be
+    x = torch.ones(4, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = x + 1
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(before):
+        y = x + 1
     stream = torch.cuda.current_stream()
     timing = CudaTimer(graph=True, rep_ms=20).time(syncs, sets, set_bytes=8 * 2**20)
     assert torch.cuda.current_stream() == stream  # torch's failed capture_end skips restoring it; the timer does
@@ -92,12 +119,13 @@ def test_a_call_that_cannot_be_captured_is_timed_with_events_and_says_why():
     assert any(note.startswith(NOT_CAPTURED) and "timed with events" in note for note in timing.notes), timing.notes
     a, b = sets[timing.output_set]
     torch.testing.assert_close(timing.output, a + b)
+    assert torch.randn(8, device="cuda").isfinite().all()  # the generator is out of capture mode
+    x.fill_(2)
+    before.replay()  # ... on the state the earlier graph holds, not on a copy
+    torch.cuda.synchronize()
+    assert y.tolist() == [3.0] * 4
 
 
-@pytest.mark.xfail(reason="open (#49): on the H200 at 45b8d96 the race's inputs could not be made after the previous "
-                          "test's failed capture ('Offset increment outside graph capture encountered unexpectedly': "
-                          "torch's CUDA generator is left in capture mode); a failed capture must not poison the "
-                          "process", strict=False)
 def test_a_race_with_the_graph_timer_labels_each_row_and_times_the_uncapturable_one_with_events():
     import torch
 
