@@ -107,7 +107,7 @@ CHAPTERS: dict[str, Chapter] = {
         "int8: quantize at the copy bandwidth, int8 tensor-core GEMMs, a fused W8A8 linear",
         {**_ROWS_COLS, **_MNK}, "8192x8192x8192", "int8", "torch_int_mm", "cuBLAS int8", "8192^3 int8"),
     "09_llama": Chapter(
-        "the capstone: a Llama-3-8B-shaped model from the book's kernels, GQA, RoPE and a KV cache, prefill and decode"),
+        "the capstone: a Llama-3-8B-shaped model from the book's kernels, GQA, RoPE, a KV cache, prefill and decode"),
 }
 
 #: Markers of the generated blocks, in README.md (filled by ``labmagic results --readme``) and in book/intro.md
