@@ -45,6 +45,7 @@ from ..errors import LabError
 from ..paths import atomic_write, chapter_path, check_chapter_name, repo_root, results_dir
 from ..runtime import has_gpu, require_gpu
 from ..store.schema import OK
+from ..store.table_csv import read_table
 from .race import BenchResult, Race
 
 #: Events and Nsight agree when their ratio is within this of 1.
@@ -306,27 +307,13 @@ def read_check_csv(path: Path | str, name: str | None = None) -> list[dict]:
     """The rows of a cross-check CSV (:data:`COLUMNS`), times as floats (None where empty). CSVs come from other
     machines: anything :func:`save_check` does not write is a :class:`LabError` naming the file (``name``, else its
     path) and the line."""
-    name = name or str(path)
     rows = []
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle, strict=True)
-            if next(reader, None) != list(COLUMNS):
-                raise LabError(f"{name}: the header is not labmagic.benchmark.ncu_check.COLUMNS")
-            for record in reader:
-                where = f"{name}, line {reader.line_num}"
-                if len(record) != len(COLUMNS):
-                    raise LabError(f"{where}: {len(record)} fields where the header has {len(COLUMNS)}")
-                row = dict(zip(COLUMNS, record))
-                for col in _TIMES:
-                    row[col] = _time_cell(row[col], col, where)
-                if row["verdict"] not in VERDICTS:
-                    raise LabError(f"{where}: verdict {row['verdict']!r} is none of {', '.join(VERDICTS)}")
-                rows.append(row)
-    except csv.Error as exc:
-        raise LabError(f"{name}: not a CSV ({exc})") from None
-    except UnicodeDecodeError:
-        raise LabError(f"{name}: not UTF-8 text") from None
+    for where, row in read_table(path, COLUMNS, name or str(path), "labmagic.benchmark.ncu_check.COLUMNS"):
+        for col in _TIMES:
+            row[col] = _time_cell(row[col], col, where)
+        if row["verdict"] not in VERDICTS:
+            raise LabError(f"{where}: verdict {row['verdict']!r} is none of {', '.join(VERDICTS)}")
+        rows.append(row)
     return rows
 
 

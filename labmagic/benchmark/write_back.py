@@ -11,13 +11,13 @@ interval (:func:`labmagic.timing.noise.median_interval`), the flushes' own times
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import LabError
+from ..store.table_csv import read_table
 from ..timing.noise import median_interval
 
 #: The CSV's file name under ``results/<gpu>/``.
@@ -75,23 +75,8 @@ def read_write_back_csv(path: Path | str, name: str | None = None) -> list[dict]
     """The rows of a ``flush_write_back.csv``, counts as ints and times as floats (None where empty). The file comes
     from another machine: anything :func:`format_row` does not write is a :class:`LabError` naming the file
     (``name``, else its path) and the line."""
-    name = name or str(path)
-    rows = []
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle, strict=True)
-            if next(reader, None) != list(COLUMNS):
-                raise LabError(f"{name}: the header is not labmagic.benchmark.write_back.COLUMNS")
-            for record in reader:
-                where = f"{name}, line {reader.line_num}"
-                if len(record) != len(COLUMNS):
-                    raise LabError(f"{where}: {len(record)} fields where the header has {len(COLUMNS)}")
-                rows.append(_parse(dict(zip(COLUMNS, record)), where))
-    except csv.Error as exc:
-        raise LabError(f"{name}: not a CSV ({exc})") from None
-    except UnicodeDecodeError:
-        raise LabError(f"{name}: not UTF-8 text") from None
-    return rows
+    return [_parse(row, where) for where, row in
+            read_table(path, COLUMNS, name or str(path), "labmagic.benchmark.write_back.COLUMNS")]
 
 
 def _parse(row: dict, where: str) -> dict:
