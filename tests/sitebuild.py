@@ -116,9 +116,14 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+# Sphinx's smartquotes turn prose's straight quotes into curly ones on the page (a title's "book's" reads "book’s").
+SMART_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def compact(text: str) -> str:
-    """Text without any whitespace: how code is compared once Pygments has split it into spans."""
-    return re.sub(r"\s+", "", text)
+    """Text without any whitespace, curly quotes read as straight: how code and titles are compared once Pygments has
+    split code into spans and smartquotes has curled the prose's quotes."""
+    return re.sub(r"\s+", "", text).translate(SMART_QUOTES)
 
 
 def contains(page: str, text: str) -> bool:

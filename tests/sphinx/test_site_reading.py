@@ -243,7 +243,8 @@ def test_results_tables_fit_the_column_without_scrolling(browser, site):
     ceiling, vs reference and notes; the other columns and shapes are folded."""
     tables = _offline_page(browser, site / "book" / "results.html", WIDE).evaluate(VISIBLE_TABLES_JS)
     assert tables
-    wide = [t["head"] for t in tables if t["right"] > t["columnRight"] + 1]
-    assert not wide, f"Results tables that need sideways scrolling at {WIDE} px: {wide[:3]}"
+    wide = [(t["head"], t["rows"][:3], round(t["right"] - t["columnRight"])) for t in tables
+            if t["right"] > t["columnRight"] + 1]
+    assert not wide, f"Results tables that need sideways scrolling at {WIDE} px (head, first rows, px over): {wide[:3]}"
     bench = [t for t in tables if t["head"] and t["head"][0] == "variant" and "notes" in t["head"]]
     assert bench and all(len(t["head"]) == 6 for t in bench)
