@@ -7,6 +7,7 @@ timed on (:class:`Race`); and what a run of it gave (:class:`BenchResult`), whic
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,19 @@ TIMERS = ("events", "graph")
 #: Backends whose work runs on JAX's streams (timed on the device clock from CUPTI records, ``cupti``, else with
 #: ``cuda_event_blocking``).
 JAX_BACKENDS = ("jax", "pallas")
+
+
+def callable_identity(fn):
+    """Equal for the same callable and for partials that bind the same function to the same arguments (chapter 07
+    builds one ``partial(f, causal=True)`` per race: they are one variant)."""
+    if isinstance(fn, functools.partial):
+        key = ("partial", callable_identity(fn.func), fn.args, tuple(sorted(fn.keywords.items())))
+        try:
+            hash(key)
+            return key
+        except TypeError:  # unhashable or unorderable arguments: only the object itself
+            return id(fn)
+    return id(fn)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
 from ..timing.noise import ratio_interval
 from . import checks, roofline
-from .race import JAX_BACKENDS, TIMERS, BenchResult, Race
+from .race import JAX_BACKENDS, TIMERS, BenchResult, Race, callable_identity
 from .sdpa import mentions_sdpa, sdpa_backend
 
 # -- correctness -------------------------------------------------------------------------------------
@@ -304,6 +304,7 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
         raise LabError(f"race {race.chapter!r} has no shapes to time: give Race(shapes=[...]), "
                        "bench(race, shapes=[...]) or %bench --shapes")
     names = _variants_to_run(race, variants)
+    _refuse_shared_rows(race, names, shapes)
     gpu = has_gpu()
     measured = (timer is not None and not isinstance(timer, str)) or gpu
     timer = _timer_named(race, timer, gpu, rep_ms, warmup_ms)
@@ -334,6 +335,41 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
         else:
             result.notes.append("nothing measured, nothing saved")
     return result
+
+
+def _same_callable(a, b) -> bool:
+    """The same function, or partials binding the same function to the same arguments (chapter 07 builds one
+    ``partial(f, causal=True)`` per race: one variant)."""
+    return a is b or callable_identity(a) == callable_identity(b)
+
+
+def _refuse_shared_rows(race: Race, names: Sequence[str], shapes) -> None:
+    """A LabError, before anything runs, when another race of the session (a :class:`Race` in IPython's namespace:
+    a chapter's races live there) times a *different* callable under a name and shape this race also writes: both
+    would write the same CSV row (chapter, variant, shape, dtype) and the later would silently replace the earlier.
+    Chapter 09 lost its decode reference's row so once, its prefill race calling its own reference by the same name
+    at the same ``1x4096``. The same callables (a race narrowed with ``dataclasses.replace``) are one measurement."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    mine = {shape_str(s) for s in shapes}
+    for other_name, other in list(ip.user_ns.items()):
+        if not isinstance(other, Race) or other is race or other.chapter != race.chapter or other.dtype != race.dtype:
+            continue
+        theirs = {shape_str(s) for s in other.shapes}
+        clash = [(v, s) for v in names if v in other.variants and not _same_callable(race.variants[v],
+                                                                                      other.variants[v])
+                 for s in sorted(mine & theirs)]
+        if clash:
+            rows = ", ".join(f"{v} at {s}" for v, s in clash[:3]) + (f" and {len(clash) - 3} more" if len(clash) > 3
+                                                                       else "")
+            raise LabError(f"race {race.chapter!r}: {other_name} times other code under the same names and shapes "
+                           f"({rows}, {race.dtype}): both write one row of {race.chapter}.csv and the later run "
+                           "would replace the earlier; give one race's variants their own names")
 
 
 def _shapes_in_order(race: Race, shapes) -> list[tuple[int, ...]]:

@@ -26,6 +26,7 @@ import functools
 import types
 from pathlib import Path
 
+from ..benchmark.race import callable_identity
 from ..errors import LabError
 from ..paths import chapter_path
 
@@ -48,7 +49,7 @@ def kernel(chapter: str, name: str, race: str | None = None, parameters: dict | 
     timed = [fn for r in races.values() for n, fn in r.variants.items() if n == name]
     if callable(own) and any(_is_or_binds(fn, own) for r in races.values() for fn in r.variants.values()):
         return own
-    distinct = list({_identity(fn): fn for fn in timed}.values())
+    distinct = list({callable_identity(fn): fn for fn in timed}.values())
     if len(distinct) == 1:
         return distinct[0]
     stem = Path(ns["__chapter_path__"]).stem
@@ -108,19 +109,6 @@ def _races(ns: dict) -> dict:
     from ..child.replay import races_in
 
     return dict(races_in(ns))
-
-
-def _identity(fn):
-    """Equal for the same callable and for partials that bind the same function to the same arguments (chapter 07
-    builds one ``partial(f, causal=True)`` per race: they are one variant)."""
-    if isinstance(fn, functools.partial):
-        key = ("partial", _identity(fn.func), fn.args, tuple(sorted(fn.keywords.items())))
-        try:
-            hash(key)
-            return key
-        except TypeError:  # unhashable or unorderable arguments: only the object itself
-            return id(fn)
-    return id(fn)
 
 
 def _is_or_binds(fn, target) -> bool:

@@ -162,3 +162,22 @@ def test_a_failing_flops_or_bytes_formula_is_an_error_row_for_that_shape():
     row = result.row("torch", 16)
     assert row.status == "error" and "flops/nbytes at 16: ZeroDivisionError" in row.error
     assert row.ms_median is None
+
+
+# -- two races writing one row ----------------------------------------------------------------------
+
+def test_two_races_timing_other_code_under_one_name_and_shape_are_refused_before_anything_runs(shell):
+    """Chapter 09's prefill race once called its reference by its decode race's name at the same shape: the later
+    write replaced the earlier row in the CSV. In a session, bench refuses it by naming the other race and the rows;
+    the same callables narrowed into a second race (dataclasses.replace) are one measurement and pass."""
+    shell.ns.update(Race=Race, bench=bench, WallTimer=WallTimer, make_inputs=make_inputs, torch_add=torch_add)
+    shell.run("def other_add(a, b):\n    return b + a\n"
+              "race_a = Race(chapter='test_guards', variants={'torch': torch_add}, ref='torch', "
+              "make_inputs=make_inputs, shapes=[8, 16], check_shapes=[3])\n"
+              "race_b = Race(chapter='test_guards', variants={'torch': other_add}, ref='torch', "
+              "make_inputs=make_inputs, shapes=[16, 32], check_shapes=[3])")
+    with pytest.raises(labmagic.LabError, match=r"race_a times other code .*torch at 16, float32"):
+        shell.run("bench(race_b, timer=WallTimer(), save=False)")
+    shell.run("import dataclasses\nrace_b = dataclasses.replace(race_a, shapes=[16])")
+    assert shell.run("bench(race_b, timer=WallTimer(), save=False)").rows[0].status == "ok"
+    shell.run("del race_a, race_b")
