@@ -13,9 +13,9 @@ dictionary lookup.
 Which callable a name means, in this order:
 
 1. ``race=`` given: that race's variant of that name, exactly as ``%bench`` times it.
-2. The chapter's own function of that name, when a race times it (directly or bound by ``functools.partial``): the
-   general form, e.g. chapter 07's ``cuda_wgmma_pingpong(q, k, v, causal=True)``, where its races hold one partial
-   per mask.
+2. The chapter's own function of that name, when a race times it (directly, bound by ``functools.partial`` or held
+   by a closure): the general form, e.g. chapter 07's ``cuda_wgmma_pingpong(q, k, v, causal=True)``, where its races
+   hold one partial per mask, or chapter 08's ``triton_quant`` (codes and scales), whose race keeps only the codes.
 3. The one variant of that name across the chapter's races (``cuda_wgmma_pingpong_causal``).
 """
 
@@ -112,8 +112,17 @@ def _races(ns: dict) -> dict:
 
 
 def _is_or_binds(fn, target) -> bool:
+    """``fn`` is ``target``, binds it (``functools.partial``) or wraps it (a closure holding it, as chapter 08's
+    ``(lambda fn: lambda x: fn(x)[0])(triton_quant)`` keeps only the codes of what ``triton_quant`` returns)."""
     while isinstance(fn, functools.partial):
         if fn.func is target:
             return True
         fn = fn.func
-    return fn is target
+    return fn is target or any(_cell_holds(cell, target) for cell in getattr(fn, "__closure__", None) or ())
+
+
+def _cell_holds(cell, target) -> bool:
+    try:
+        return cell.cell_contents is target
+    except ValueError:  # a cell not yet filled
+        return False

@@ -37,8 +37,9 @@ def _chapter(tmp_path, name="98_toy"):
         _cell("%bench race_a"),
         _cell("late = 1"),
         _cell("def tripled(x):\n    return 3 * x\n\n"
+              "def pair(x):\n    return x + 2, x\n\n"
               "race_c = labmagic.Race(chapter='98_toy', ref='plain', make_inputs=make,\n"
-              "    variants={'plain': plain, 'tripled': tripled})"),
+              "    variants={'plain': plain, 'tripled': tripled, 'pair_first': (lambda fn: lambda x: fn(x)[0])(pair)})"),
         _cell("print(race_c_check_would_fail)", tags=["no-replay"]),
         _cell("%bench race_c"),
         _cell("after_last = 1"),
@@ -55,6 +56,14 @@ def test_the_chapter_function_a_race_binds_is_returned_in_its_general_form(tmp_p
     assert labmagic.kernel(str(path), "plain")(torch_ones())[0] == 2.0
 
 
+def test_the_chapter_function_a_variant_wraps_in_a_closure_is_returned_in_its_general_form(tmp_path):
+    """Chapter 08 races its quantisers' codes through `(lambda fn: lambda x: fn(x)[0])(fn)`; chapter 09 needs the
+    codes and the scales: the function the closure holds, by its own name."""
+    path = _chapter(tmp_path)
+    pair = labmagic.kernel(str(path), "pair")
+    assert pair.__name__ == "pair" and [float(t[0]) for t in pair(torch_ones())] == [3.0, 1.0]
+
+
 def test_one_variant_in_several_races_is_one_callable_when_the_partials_agree(tmp_path):
     path = _chapter(tmp_path)
     assert float(labmagic.kernel(str(path), "scaled_3")(torch_ones())[0]) == 3.0
@@ -69,14 +78,15 @@ def test_a_name_that_differs_between_races_needs_race(tmp_path):
 
 def test_unknown_names_list_what_exists(tmp_path):
     path = _chapter(tmp_path)
-    with pytest.raises(LabError, match=r"98_toy has no variant 'late' \(variants: neg, plain, scaled, scaled_3, tripled\)"):
+    with pytest.raises(LabError, match=r"98_toy has no variant 'late' \(variants: neg, pair_first, plain, scaled, scaled_3, tripled\)"):
         labmagic.kernel(str(path), "late")  # a plain name, no race's variant
     with pytest.raises(LabError, match=r"has no race 'race_d' \(races: race_a, race_b, race_c\)"):
         labmagic.kernel(str(path), "plain", race="race_d")
     with pytest.raises(LabError, match=r"race 'race_b' has no variant 'scaled'"):
         labmagic.kernel(str(path), "scaled", race="race_b")
     assert library.variants(str(path)) == {"race_a": ["plain", "scaled", "scaled_3", "neg"],
-                                          "race_b": ["plain", "scaled_3", "neg"], "race_c": ["plain", "tripled"]}
+                                          "race_b": ["plain", "scaled_3", "neg"],
+                                          "race_c": ["plain", "tripled", "pair_first"]}
 
 
 def test_a_race_benched_after_the_first_bench_is_replayed_too(tmp_path):
