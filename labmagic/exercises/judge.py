@@ -7,8 +7,9 @@ limit is a hang: the child (its whole process group) is killed, the job is ``not
 and a new child takes the jobs left. A child that dies (a crashed CUDA context, a segfault) costs only its job the
 same way. The reader's notebook, or the CLI, never runs the submission itself and survives all of this.
 
-On a GPU, CUDA submissions that graded well then run once more under compute-sanitizer's memcheck
-(:mod:`.sanitizer_pass`): a write outside the output that the guard zones did not see makes the grade ``refused``.
+On a GPU, CUDA submissions that graded well, or failed on their outputs, then run once more under
+compute-sanitizer's memcheck (:mod:`.sanitizer_pass`): a write outside the output that the guard zones did not see
+makes the grade ``refused``, named (a far write shows only as a wrong value elsewhere: memcheck names its cause).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..runtime import has_gpu
 from .judge_child import CONTEXT_LOST, MARKER, judge_command
 from .registry import find
 from .submission import Submission
-from .verdict import Grade, not_graded
+from .verdict import FAIL, Grade, not_graded
 
 
 @dataclass
@@ -83,10 +84,17 @@ def grade_all(submissions: list[Submission], options: JudgeOptions | None = None
             if options.sanitize and has_gpu():
                 from .sanitizer_pass import sanitize
 
-                chosen = [k for k, i in enumerate(todo) if grades[i].good and grades[i].language == "cuda"]
+                chosen = [k for k, i in enumerate(todo) if to_sanitize(grades[i])]
                 if chosen:
                     sanitize(jobs, chosen, [grades[todo[k]] for k in chosen], tmp)
     return [g for g in grades if g is not None]
+
+
+def to_sanitize(grade: Grade) -> bool:
+    """Whether a CUDA grade runs once more under memcheck: one that graded well (a write the guards did not see
+    refuses it), and one that failed on its outputs (``seed`` set: its cases ran), since a write far outside its
+    buffers lands in another tensor and shows as a wrong value somewhere: memcheck then names the cause."""
+    return grade.language == "cuda" and (grade.good or (grade.status == FAIL and grade.seed is not None))
 
 
 def _run_children(jobs: Path, count: int, options: JudgeOptions, tmp: str) -> list[Grade]:

@@ -1,4 +1,4 @@
-"""On a GPU: CUDA submissions that graded well run once more under compute-sanitizer's memcheck.
+"""On a GPU: CUDA submissions that graded well, or failed on their outputs, run once more under memcheck.
 
 The guard zones of :mod:`.buffers` see a write just past an output; memcheck sees any access outside any
 allocation, read or write, at any distance. All the chosen jobs run in one child (:mod:`.judge_child` with
@@ -73,6 +73,8 @@ def judge_findings(log: str, ran: dict[int, dict], grades: list[Grade]) -> None:
                                 len(mine))
         reason = memcheck_reason(result)
         if reason:
+            if grade.status != REFUSED and not grade.good:  # it failed on its outputs: say so beside the cause
+                grade.notes.append(f"its outputs were wrong too: {grade.verdict}")
             grade.status = REFUSED
             grade.verdict = f"writes or reads outside its buffers at {result.shape}: {reason}"
         else:

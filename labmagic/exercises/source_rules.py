@@ -3,7 +3,8 @@
 :mod:`.torch_calls` sees torch's operators as they run; these rules cover what it cannot see:
 
 - another library that computes: ``numpy``, ``cupy``, ``jax``, ``scipy`` (numpy on a tensor's host copy leaves no
-  trace in torch's dispatcher);
+  trace in torch's dispatcher), or one that reaches the CUDA runtime or driver directly (``cuda`` of cuda-python,
+  ``pycuda``, ``ctypes``): a ``cudaMemcpyAsync`` of the input into the output is a copy, not the exercise's kernel;
 - the chapter's own kernels (``labmagic.kernel(...)``) and the judge's modules (``labmagic.exercises``), that is,
   the reference or the solution;
 - a copy to the host (``.cpu()``, ``.numpy()``, ``.tolist()``, ``.item()``): the result would not come from the GPU
@@ -24,6 +25,8 @@ FORBIDDEN_MODULES = {
     "numpy": "another library (numpy)", "cupy": "another library (CuPy)", "jax": "another library (JAX)",
     "scipy": "another library (SciPy)", "importlib": "code loaded at run time (importlib)",
     "ctypes": "a library called through ctypes",
+    "cuda": "the CUDA runtime or driver called directly (cuda-python): copies and launches the judge cannot trace",
+    "pycuda": "the CUDA driver called directly (PyCUDA)",
 }
 #: Attributes whose use is refused (method calls on tensors, mostly).
 FORBIDDEN_ATTRIBUTES = {

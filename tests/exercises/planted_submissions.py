@@ -39,6 +39,12 @@ CPU_CHEATS = {
                                  "refused", "labmagic.kernel"),
     "a copy to the host": ("scale_add", scale_add("def scale_add(x, y, alpha, out):\n    x.cpu()\n" + LAUNCH),
                            "refused", "a copy to the host"),
+    "a device copy behind torch's back": (  # on the H200 it was graded fail (no CUDA kernel), not refused
+        "copy_float4", ("# exercise: copy_float4\nfrom cuda.bindings import runtime\n\ndef copy_float4(x, out):\n"
+                        "    runtime.cudaMemcpyAsync(out.data_ptr(), x.data_ptr(), 4 * x.numel(),\n"
+                        "                            runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice,\n"
+                        "                            torch.cuda.current_stream().cuda_stream)\n",),
+        "refused", "imports cuda.bindings: the CUDA runtime or driver called directly"),
     "code built at run time": ("scale_add", ("# exercise: scale_add\ndef scale_add(x, y, alpha, out):\n"
                                              "    eval('out.copy_(alpha * x + y)')\n",),
                                "refused", "code built at run time"),
@@ -113,12 +119,6 @@ GPU_CHEATS = {
                                         "def scale_add(x, y, alpha, out):\n"
                                         "    _hidden()(x, y, out, alpha, x.numel(), grid=triton.cdiv(x.numel(), 256), block=256)\n",),
                           "refused", "launches kernels that are not its own: sneaky"),
-    "a device copy behind torch's back": (
-        "copy_float4", ("# exercise: copy_float4\nfrom cuda.bindings import runtime\n\ndef copy_float4(x, out):\n"
-                        "    runtime.cudaMemcpyAsync(out.data_ptr(), x.data_ptr(), 4 * x.numel(),\n"
-                        "                            runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice,\n"
-                        "                            torch.cuda.current_stream().cuda_stream)\n",),
-        "refused", "copies memory"),
     "skips the work once timed": (
         "scale_add", scale_add("_calls = {}\n\ndef scale_add(x, y, alpha, out):\n"
                                "    key = (x.data_ptr(), out.data_ptr())\n    _calls[key] = _calls.get(key, 0) + 1\n"

@@ -35,9 +35,10 @@ def test_every_stub_fails():
 
 
 @pytest.mark.parametrize("name", sorted(GPU_CHEATS))
-@pytest.mark.xfail(reason="open (#52): on the H200 at 5b19d02 two cheats were graded 'fail', not 'refused': 'a device "
-                          "copy behind torch's back' (its cells compile no CUDA kernel) and 'writes far outside its "
-                          "output' (caught by the output check, not named by the sanitizer)", strict=False)
+@pytest.mark.xfail(reason="open (#52): on the H200 at 5b19d02 'writes far outside its output' was graded 'fail' (its "
+                          "far write showed as a wrong value), not 'refused'; failed CUDA grades now go under memcheck "
+                          "too, not yet run on a GPU ('a device copy behind torch's back' is refused by the source "
+                          "rules since, a CPU cheat)", strict=False)
 def test_a_gpu_cheat_is_refused_and_named(name):
     exercise, cells, status, phrase = GPU_CHEATS[name]
     (grade,) = grade_all([Submission(exercise, cells, name)])

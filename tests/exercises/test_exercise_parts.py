@@ -288,3 +288,25 @@ def test_a_memcheck_finding_refuses_the_job_whose_kernel_it_names():
                                         "write of size 4 bytes in copy_float4_kernel at cell line 8")
     assert grades[1].status == "pass" and "memcheck at 7: clean" in grades[1].checks[-1]
     assert grades[2].status == "pass" and "not sanitized" in grades[2].notes[0]
+
+
+def test_a_memcheck_finding_names_the_cause_of_a_failed_grade_and_keeps_the_wrong_output():
+    """A write 16 KB past an output lands in another tensor: the output check sees only a wrong value and grades
+    fail (so it went on the H200 at 5b19d02). Failed CUDA grades whose cases ran go under memcheck too, and a
+    finding refuses them by name, the wrong output kept in a note; a failed compile never ran and is not chosen."""
+    from labmagic.exercises.judge import to_sanitize
+    from labmagic.exercises.sanitizer_pass import judge_findings
+    from labmagic.exercises.verdict import Grade
+
+    wrong = Grade("copy_float4", language="cuda", status="fail", seed=7,
+                  verdict="case 7 of 9 (n=22323): `out`: 1 of 22323 elements differ beyond rtol=0, atol=0")
+    assert to_sanitize(wrong)
+    assert not to_sanitize(Grade("copy_float4", language="cuda", status="fail",
+                                 verdict="the cells compile no CUDA kernel"))  # no seed: its cases never ran
+    assert to_sanitize(Grade("copy_float4", language="cuda", status="pass", seed=7))
+    assert not to_sanitize(Grade("scale_add", language="triton", status="fail", seed=7))
+    ran = {0: {"event": "ran", "kernels": ["copy_float4_kernel"], "shape": "100003", "sources": {}}}
+    judge_findings(MEMCHECK, ran, [wrong])
+    assert wrong.status == "refused" and "memcheck: Invalid __global__ write" in wrong.verdict
+    assert wrong.notes == ["its outputs were wrong too: case 7 of 9 (n=22323): `out`: 1 of 22323 elements differ "
+                           "beyond rtol=0, atol=0"]
