@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import types
 from pathlib import Path
 
@@ -84,8 +85,8 @@ def _replay(path: Path, parameters: dict | None) -> dict:
     from ..child.replay import benched_races, load_chapter
 
     through = benched_races(json.loads(path.read_text(encoding="utf-8"))) or None  # every race the chapter benches
-    if not InteractiveShell.initialized():  # a script: the process's shell is ours
-        return dict(load_chapter(path, parameters, through=through))
+    # In a notebook, or in a script (the process's shell), each chapter gets a namespace of its own: two chapters
+    # replayed in one namespace saw each other's names (a script replaying 01 then 03 failed in 03's Helion cell).
     ip = InteractiveShell.instance()
     with _own_namespace(ip) as ns:
         load_chapter(path, parameters, shell=ip, through=through)
@@ -94,15 +95,22 @@ def _replay(path: Path, parameters: dict | None) -> dict:
 
 @contextlib.contextmanager
 def _own_namespace(ip):
-    """Swap a fresh user namespace into ``ip`` for the replay, and the caller's back afterwards, even on error."""
+    """Swap a fresh user namespace into ``ip`` for the replay, and the caller's back afterwards, even on error. The
+    fresh module is ``sys.modules["__main__"]`` meanwhile, as IPython's own user module is: Helion's generated code
+    imports ``__main__`` to find the globals of the function it compiles (chapter 03's Helion cell failed to replay
+    without it)."""
     saved = (ip.user_module, ip.user_ns, ip.user_ns_hidden, ip.ns_table)
+    main = sys.modules.get("__main__")
     module = types.ModuleType("__main__")
     try:
         ip.init_create_namespaces(module, module.__dict__)
         ip.init_user_ns()
+        sys.modules["__main__"] = module
         yield ip.user_ns
     finally:
         ip.user_module, ip.user_ns, ip.user_ns_hidden, ip.ns_table = saved
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _races(ns: dict) -> dict:

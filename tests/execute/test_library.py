@@ -110,6 +110,27 @@ def test_the_replay_leaves_the_callers_namespace_alone_and_runs_once(tmp_path, s
     assert library.chapter_namespace(str(path))["REPLAYS"] == [1, 2]  # served from the cache, not replayed
 
 
+def test_each_chapter_replays_in_its_own_namespace_which_is_main_meanwhile(tmp_path, shell):
+    """Two chapters replayed in one process see none of each other's names, and during each replay
+    sys.modules['__main__'] is the chapter's namespace (Helion's generated code imports __main__ for the globals of
+    what it compiles: chapter 03 failed to replay without it); the caller's __main__ is back afterwards."""
+    import sys
+
+    first, second = _chapter(tmp_path, "93_toy"), _chapter(tmp_path, "94_toy")
+    nb = json.loads(second.read_text())
+    nb["cells"][1]["source"] += ("\nimport sys\nMAIN_IS_MINE = sys.modules['__main__'].__dict__ is globals()"
+                                 "\nSAW_LEAK = 'LEAK' in globals()")
+    second.write_text(json.dumps(nb))
+    nb = json.loads(first.read_text())
+    nb["cells"][1]["source"] += "\nLEAK = 1"
+    first.write_text(json.dumps(nb))
+    main = sys.modules["__main__"]
+    assert library.chapter_namespace(str(first))["LEAK"] == 1
+    ns = library.chapter_namespace(str(second))
+    assert ns["MAIN_IS_MINE"] is True and ns["SAW_LEAK"] is False
+    assert sys.modules["__main__"] is main
+
+
 def test_a_chapter_cell_that_fails_names_the_cell_and_restores_the_namespace(tmp_path, shell):
     path = _chapter(tmp_path, "96_toy")
     nb = json.loads(path.read_text())
