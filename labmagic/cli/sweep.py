@@ -7,7 +7,8 @@ the chapter's sources (:mod:`labmagic.store.manifest`), and ``NN_name.log`` the 
 and size preset have not changed since its last successful run on this GPU is skipped unless ``--force``.
 
 Chapters receive papermill parameters through their cell tagged ``parameters``: ``size = "full"`` (the book's
-numbers) or ``size = "quick"`` (smoke runs, ``--quick``). ``--reference`` writes the executed notebook back into
+numbers), ``size = "quick"`` (smoke runs, ``--quick``) or another preset a chapter names (``--size smoke``: chapter
+09's one shape a race without its ``torch.compile`` rivals). ``--reference`` writes the executed notebook back into
 ``book/`` (outputs included) on the book's own GPU, which is how the stored outputs that the site shows are made.
 ``--timer graph`` has every race of the chapters time with the CUDA-graph timer (through the environment every
 ``%bench`` reads; rows labelled ``cuda_graph`` in their ``timer`` column, replacing the events rows), and the record
@@ -50,6 +51,9 @@ def add_arguments(parser) -> None:
                         help="chapters to run: number (01), stem (01_vector_add) or path; default all")
     parser.add_argument("--quick", action="store_true",
                         help="run with size='quick' (smoke-test shapes) instead of the chapter's default 'full'")
+    parser.add_argument("--size", metavar="NAME",
+                        help="run with size=NAME, a preset the chapters name in their parameters cell (chapter 09: "
+                             "'smoke'); --quick is --size quick")
     parser.add_argument("--force", action="store_true", help="re-run chapters that are up to date on this GPU")
     parser.add_argument("--gpus", metavar="all|0,1,...",
                         help="one worker per listed GPU ordinal (CUDA_VISIBLE_DEVICES), chapters in parallel")
@@ -79,11 +83,24 @@ def add_arguments(parser) -> None:
                               "workers run the commit without them)")
 
 
+def sweep_size(args) -> str:
+    """The size preset the chapters run with: ``--size``, ``quick`` for ``--quick``, else ``full``; a name that is not
+    an identifier (it becomes a papermill parameter and part of the run record) is refused."""
+    size = getattr(args, "size", None)
+    if size is None:
+        return "quick" if args.quick else "full"
+    if args.quick and size != "quick":
+        raise LabError(f"--quick is --size quick: drop one of --quick and --size {size}")
+    if not size.isidentifier():
+        raise LabError(f"--size {size!r}: a preset's name is a word (full, quick, smoke)")
+    return size
+
+
 def run(args) -> int:
     chapters = select_chapters(args.chapters)
     if not chapters:
         raise LabError(f"no chapters ({CHAPTER_GLOB}) in {book_dir()}")
-    size = "quick" if args.quick else "full"
+    size = sweep_size(args)
     book_gpu = os.environ.get("LABMAGIC_BOOK_GPU", BOOK_GPU)
     if args.scheduler:
         if args.sanitize:
@@ -102,8 +119,8 @@ def run(args) -> int:
         if here != {book_gpu}:
             raise LabError(f"--reference writes the book's outputs, which come from {book_gpu}; this sweep runs on "
                            f"{', '.join(sorted(here))} (set LABMAGIC_BOOK_GPU to change the book's GPU)")
-        if args.quick:
-            raise LabError("--reference needs the book's full sizes: drop --quick")
+        if size != "full":
+            raise LabError(f"--reference needs the book's full sizes: drop --{'quick' if args.quick else 'size'}")
         if rows_timer != "events":
             raise LabError("--reference writes the book's outputs, whose tables are timed with events: drop "
                            "--timer graph")
@@ -119,7 +136,7 @@ def run(args) -> int:
     os.environ[TIMER_ENV] = args.timer  # likewise, read by every %bench (timer_from_env, nsight_from_env)
     slugs = sorted({slug_for(g) for g in gpus} - {"cpu"})  # without a GPU nothing is saved, nothing to compare
     before = snapshot(repo_root(), slugs) if slugs else None
-    return _finish(lambda: sweep(chapters, size=size, inject_size=args.quick, force=args.force, gpus=gpus,
+    return _finish(lambda: sweep(chapters, size=size, inject_size=size != "full", force=args.force, gpus=gpus,
                                  timeout=args.timeout, reference=args.reference, timer=rows_timer), before)
 
 
@@ -129,8 +146,8 @@ def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:
     if args.gpus:
         raise LabError("--gpus picks this machine's GPUs; with --scheduler the cluster's workers are the GPUs "
                        "(--kinds picks their kinds)")
-    if args.reference and args.quick:
-        raise LabError("--reference needs the book's full sizes: drop --quick")
+    if args.reference and size != "full":
+        raise LabError("--reference needs the book's full sizes: drop --quick or --size")
     if args.list:
         for chapter, kind, fresh in list_on_cluster(chapters, scheduler=args.scheduler, workers=args.workers,
                                                     kinds=args.kinds, size=size):
@@ -138,7 +155,7 @@ def _run_on_cluster(args, chapters, size: str, book_gpu: str) -> int:
         return 0
     return _finish(lambda: sweep_on_cluster(
         chapters, scheduler=args.scheduler, workers=args.workers, kinds=args.kinds, size=size,
-        inject_size=args.quick, force=args.force, timeout=args.timeout,
+        inject_size=size != "full", force=args.force, timeout=args.timeout,
         reference=book_gpu if args.reference else None, allow_dirty=args.allow_dirty))
 
 

@@ -91,6 +91,19 @@ def _manifest(root, chapter):
     return json.loads((root / "results" / "cpu" / "notebooks" / f"{chapter}.json").read_text())
 
 
+def test_sweep_runs_a_size_preset_a_chapter_names_and_refuses_a_name_that_is_not_one(tiny_repo, capsys):
+    """--size passes any preset (chapter 09's 'smoke'); --quick is --size quick; the name becomes a parameter and
+    part of the run record, so it must be a word."""
+    assert run_command(sweep_cmd, ["--size", "smoke", "01"]) == 0
+    notebooks = tiny_repo / "results" / "cpu" / "notebooks"
+    assert "alpha size=smoke" in _outputs_text(notebooks / "01_alpha.ipynb")
+    assert _manifest(tiny_repo, "01_alpha")["size"] == "smoke"
+    with pytest.raises(LabError, match=r"--size '../x': a preset's name is a word"):
+        run_command(sweep_cmd, ["--size", "../x", "01"])
+    with pytest.raises(LabError, match="--quick is --size quick"):
+        run_command(sweep_cmd, ["--quick", "--size", "smoke", "01"])
+
+
 def test_sweep_reports_failures_and_keeps_going(tiny_repo, capsys):
     assert run_command(sweep_cmd, ["--quick"]) == 1  # one chapter failed
     report = capsys.readouterr().out
