@@ -107,6 +107,7 @@ DSLS: dict[str, DSL] = {d.name: d for d in (
         prepare=_dump_outside_the_book),
     DSL("torchao", "torchao", "torchao", interpret=False, extra="peers", peer=True),
     DSL("gemlite", "gemlite", "gemlite", interpret=False, extra="peers", peer=True),
+    DSL("flashinfer", "flashinfer", "flashinfer-python", interpret=False, extra="peers", peer=True),
 )}
 
 

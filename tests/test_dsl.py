@@ -110,7 +110,7 @@ def test_the_peers_extra_pins_each_peer_and_ci_does_not_install_it():
 
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2"]
+    assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2", "flashinfer-python==0.5.0"]
     assert not any("peers" in dep for name in ("test", "dsls", "cpu") for dep in extras[name])
 
 
