@@ -25,12 +25,16 @@ CHAPTERS = sorted(BOOK.glob("*.ipynb"))
 #: Once the kernel connected and JupyterLab wrote its metadata: whether the document is dirty, by the model and by
 #: the tab's mark, and the metadata keys whose values differ from the file's (the evidence when it is dirty).
 STATE_JS = """(async () => {
+  // JSON with keys sorted at every level: a chapter whose stored language_info already equals the kernel's (run with
+  // this very Python) keeps the file's key order, which JupyterLab sees as equal and never rewrites
+  const canon = o => JSON.stringify(o, (k, v) => v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map(key => [key, v[key]])) : v);
   const panel = window.jupyterapp.shell.currentWidget;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   if (!kernel) return null;
   const info = (await kernel.info).language_info;
   const model = panel.context.model;
-  if (JSON.stringify(model.getMetadata('language_info')) !== JSON.stringify(info)) return null;  // not written yet
+  if (canon(model.getMetadata('language_info')) !== canon(info)) return null;  // not written yet
   if (!model.getMetadata('kernelspec') || model.getMetadata('kernelspec').name !== kernel.name) return null;
   const disk = (await window.jupyterapp.serviceManager.contents.get(panel.context.path, {content: true})).content;
   const now = model.toJSON().metadata;
