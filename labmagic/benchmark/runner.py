@@ -337,15 +337,9 @@ def bench(race: Race, *, shapes=None, variants: Sequence[str] | None = None, che
     return result
 
 
-def _same_callable(a, b) -> bool:
-    """The same function, or partials binding the same function to the same arguments (chapter 07 builds one
-    ``partial(f, causal=True)`` per race: one variant)."""
-    return a is b or callable_identity(a) == callable_identity(b)
-
-
 def _refuse_shared_rows(race: Race, names: Sequence[str], shapes) -> None:
-    """A LabError, before anything runs, when another race of the session (a :class:`Race` in IPython's namespace:
-    a chapter's races live there) times a *different* callable under a name and shape this race also writes: both
+    """A LabError, before anything runs, when another race of the session (a race in IPython's namespace: a
+    chapter's races live there) times a *different* callable under a name and shape this race also writes: both
     would write the same CSV row (chapter, variant, shape, dtype) and the later would silently replace the earlier.
     Chapter 09 lost its decode reference's row so once, its prefill race calling its own reference by the same name
     at the same ``1x4096``. The same callables (a race narrowed with ``dataclasses.replace``) are one measurement."""
@@ -356,20 +350,21 @@ def _refuse_shared_rows(race: Race, names: Sequence[str], shapes) -> None:
     ip = get_ipython()
     if ip is None:
         return
+    from ..child.replay import races_in
+
     mine = {shape_str(s) for s in shapes}
-    for other_name, other in list(ip.user_ns.items()):
-        if not isinstance(other, Race) or other is race or other.chapter != race.chapter or other.dtype != race.dtype:
+    for other_name, other in races_in(ip.user_ns):
+        if other is race or other.chapter != race.chapter or other.dtype != race.dtype:
             continue
-        theirs = {shape_str(s) for s in other.shapes}
-        clash = [(v, s) for v in names if v in other.variants and not _same_callable(race.variants[v],
-                                                                                      other.variants[v])
-                 for s in sorted(mine & theirs)]
+        both = sorted(mine & {shape_str(s) for s in other.shapes})
+        clash = [(v, s) for v in names if v in other.variants
+                 and callable_identity(race.variants[v]) != callable_identity(other.variants[v]) for s in both]
         if clash:
-            rows = ", ".join(f"{v} at {s}" for v, s in clash[:3]) + (f" and {len(clash) - 3} more" if len(clash) > 3
-                                                                       else "")
+            more = f" and {len(clash) - 3} more" if len(clash) > 3 else ""
             raise LabError(f"race {race.chapter!r}: {other_name} times other code under the same names and shapes "
-                           f"({rows}, {race.dtype}): both write one row of {race.chapter}.csv and the later run "
-                           "would replace the earlier; give one race's variants their own names")
+                           f"({', '.join(f'{v} at {s}' for v, s in clash[:3])}{more}, {race.dtype}): both write one "
+                           f"row of {race.chapter}.csv and the later run would replace the earlier; give one race's "
+                           "variants their own names")
 
 
 def _shapes_in_order(race: Race, shapes) -> list[tuple[int, ...]]:

@@ -120,7 +120,7 @@ def run(args) -> int:
             raise LabError(f"--reference writes the book's outputs, which come from {book_gpu}; this sweep runs on "
                            f"{', '.join(sorted(here))} (set LABMAGIC_BOOK_GPU to change the book's GPU)")
         if size != "full":
-            raise LabError(f"--reference needs the book's full sizes: drop --{'quick' if args.quick else 'size'}")
+            raise LabError("--reference needs the book's full sizes: drop --quick or --size")
         if rows_timer != "events":
             raise LabError("--reference writes the book's outputs, whose tables are timed with events: drop "
                            "--timer graph")
