@@ -30,6 +30,7 @@ told otherwise), labelled as such. Prediction rows are not measurements, so noth
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 from ..dsl import DSLUnavailable
@@ -189,11 +190,14 @@ def _host_figures(timer, fn, input_sets: list[tuple], row: Row) -> None:
     host = getattr(timer, "host", None)
     if host is None or row.status != OK or row.ms_median is None:
         return
+    started = time.perf_counter()
     try:
         figures = host(fn, input_sets, row.ms_median)
     except Exception as exc:  # noqa: BLE001 - the device time stands; only the host figures are missing
         row.error = "; ".join(part for part in (row.error, f"host timing failed: {_describe(exc)}") if part)
         return
+    finally:
+        manifest.note_host_seconds(time.perf_counter() - started)  # what they cost the sweep, in its record
     row.host_ms, row.isolated_ms = figures.host_ms, figures.isolated_ms
 
 

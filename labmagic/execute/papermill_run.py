@@ -28,7 +28,15 @@ from pathlib import Path
 from ..paths import atomic_write, repo_root, results_dir, staged_write
 from ..runtime import gpu_name
 from ..store.fingerprint import chapter_hash
-from ..store.manifest import RUN_ROWS_ENV, content_hash, manifest_path, manifest_text, notebook_problem, variant_counts
+from ..store.manifest import (
+    RUN_ROWS_ENV,
+    content_hash,
+    host_seconds,
+    manifest_path,
+    manifest_text,
+    notebook_problem,
+    variant_counts,
+)
 from .tether import tethered
 
 _CELL_LINE = re.compile(r"Executing Cell (\d+)")
@@ -189,6 +197,8 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
             "seconds": round(seconds, 2), "error": error, "device": slug,
             "gpu_name": gpu_name(int(gpu)) if gpu else gpu_name(), "cuda_visible_devices": gpu,
             "python": sys.version.split()[0], "variants": variant_counts(running_rows),
+            # the wall time of the rows' host figures (one eager call's host time and isolated latency): their cost
+            "host_figures_seconds": round(host_seconds(running_rows), 2),
         }
         if log_error:
             return _unpublished(notebook, slug, seconds, gpu, f"could not write its log ({_why(log_error)})")

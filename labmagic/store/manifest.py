@@ -130,6 +130,30 @@ def note_rows(rows) -> None:
         handle.write(lines)
 
 
+def note_host_seconds(seconds: float) -> None:
+    """In a chapter a sweep runs, add the wall time one row's host figures took (:func:`labmagic.timing.time_host`)
+    to the file :data:`RUN_ROWS_ENV` names, so the run's record says what they cost the sweep; nothing elsewhere."""
+    target = os.environ.get(RUN_ROWS_ENV)
+    if target:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"host_seconds": round(float(seconds), 4)}) + "\n")
+
+
+def host_seconds(path: Path) -> float:
+    """The wall time a run's host figures took, summed from the lines :func:`note_host_seconds` wrote (0 if none)."""
+    total = 0.0
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 0.0
+    for line in lines:
+        try:
+            total += float(json.loads(line).get("host_seconds", 0.0))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return total
+
+
 def variant_counts(path: Path) -> dict[str, int]:
     """How many variants of a run's races passed, failed, needed a GPU or were skipped (each variant once, by the
     worst outcome of its rows), from the file :func:`note_rows` wrote; {} when it wrote none."""
