@@ -101,6 +101,17 @@ def test_check_only_checks_and_a_mismatch_exits_1(scratch):
     assert proc.returncode == 2 and said(proc) == ["LabError: --check only checks: drop --timer, --nsight and --plot"]
 
 
+@pytest.mark.parametrize("flags", [["--nsight"], ["--timer", "nsight"]])
+def test_nsight_reaches_the_childs_race_and_without_a_gpu_says_there_is_no_cross_check(scratch, flags):
+    """Both spellings of the Nsight Compute cross-check reach the race the child runs; on CPU its table says in one
+    line why there is none, and the rows are the prediction as without the flag."""
+    proc = labmagic_bench(scratch, "--variant", "twice", "--shape", "64", *flags)
+    assert proc.returncode == 0, proc.stderr
+    assert "- --nsight needs a GPU and Nsight Compute: no cross-check" in proc.stdout
+    assert [line.split("|")[1].strip() for line in proc.stdout.splitlines() if line.startswith("| ")] == [
+        "variant", "torch", "twice"]
+
+
 GPU_CELL = '''import torch
 import labmagic.benchmark
 
