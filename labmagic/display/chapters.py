@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmark import roofline
+from ..dsl import DSLS
 from ..errors import LabError
 from ..paths import CHAPTER_GLOB, CHAPTER_NAME
 from ..store.catalog import measured_ok
@@ -36,8 +37,9 @@ from .plots import PROBLEM_SIZE, ROW_LENGTH, Panel, RaceFigure, x_axis
 from .plots import race_figure as draw_race_figure
 from .units import cell_number
 
-#: Backends of library kernels: a race's reference points, never the book's best kernel.
-LIBRARY_BACKENDS = frozenset({"torch", "sdpa", "cublas"})
+#: Backends of library kernels: a race's reference points and the open-source peers (labmagic.dsl's), never the
+#: book's best kernel.
+LIBRARY_BACKENDS = frozenset({"torch", "sdpa", "cublas", *(d.name for d in DSLS.values() if d.peer)})
 
 #: The GPU whose numbers the front page leads with (the book's outputs come from it).
 BOOK_GPU = "nvidia-h200"
@@ -107,7 +109,9 @@ CHAPTERS: dict[str, Chapter] = {
         "int8: quantize at the copy bandwidth, int8 tensor-core GEMMs, a fused W8A8 linear",
         {**_ROWS_COLS, **_MNK}, "8192x8192x8192", "int8", "torch_int_mm", "cuBLAS int8", "8192^3 int8"),
     "09_llama": Chapter(
-        "the capstone: a Llama-3-8B-shaped model from the book's kernels, GQA, RoPE, a KV cache, prefill and decode"),
+        "the capstone: a Llama-3-8B-shaped model from the book's kernels, GQA, RoPE, a KV cache, prefill and decode",
+        {2: "batch x tokens"}, "1x4096", "bfloat16", "torch_hf_sdpa", "transformers eager",
+        "decode step, batch 1, 4k context, bf16", exclude=r"prefill|w8a8"),
 }
 
 #: Markers of the generated blocks, in README.md (filled by ``labmagic results --readme``) and in book/intro.md

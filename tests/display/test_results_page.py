@@ -338,3 +338,17 @@ def test_the_committed_gemm_rows_ahead_of_cublas_are_not_suspect():
     page = results_pages.render(ROOT)
     section = page[page.index("\n## 06_tensor_core_gemm\n"):page.index("\n## 07_attention\n")]
     assert "suspect" not in section
+
+
+def test_the_capstone_is_headlined_by_its_own_graphed_decode_step_not_a_peer_w8a8_or_prefill_row():
+    """09's rule: the decode step at batch 1, 4k, bf16, against transformers eager. A faster row at that shape that is
+    not the book's bf16 decode step (FlashInfer's attention in it, a peer; the W8A8 model; a prefill of 4096 tokens,
+    whose shape key is the same) is never its headline."""
+    rows = [dict(variant=v, backend=b, shape="1x4096", dtype="bfloat16", ms_median=ms, gbps=15.5 / ms * 1e3,
+                 tflops=1.0, vs_ref=16.0 / ms) for v, b, ms in (
+        ("torch_hf_sdpa", "torch", 16.0), ("ours_eager", "cuda", 5.2), ("ours_graphed", "cuda", 4.8),
+        ("ours_flashinfer_graphed", "flashinfer", 4.0), ("ours_w8a8_graphed", "triton", 3.8),
+        ("ours_prefill", "cuda", 100.0))]
+    got = _headline_of("09_llama", rows)
+    assert (got.kernel, got.versus) == ("ours_graphed",
+                                        "3.33x transformers eager, decode step, batch 1, 4k context, bf16")
