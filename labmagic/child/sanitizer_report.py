@@ -18,6 +18,10 @@ _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 _NOISE = ("COMPUTE-SANITIZER", "Saved host backtrace", "Host Frame", "Device Frame")
 #: Consequences of a device error seen by the host, not errors of their own.
 _API = ("Program hit ", "Target application returned")
+#: A failed ``cuGetProcAddress`` is a library asking the driver whether it has an entry point (the CUDA runtime,
+#: torch and Triton probe for newer versions of driver functions): the answer "no" is not an error of the code
+#: under test. The sanitizer counts each one in its summary; the parser drops them and takes them off the count.
+_PROBES = re.compile(r"^Program hit .* on CUDA API call to cuGetProcAddress")
 
 
 @dataclasses.dataclass
@@ -59,7 +63,8 @@ def _strip(line: str) -> tuple[int, str] | None:
 
 def parse_output(text: str, tool: str = "memcheck") -> tuple[list[Finding], int | None]:
     """Findings (merged by kind and place, in order of first appearance) and the number of errors the
-    sanitizer's summary states (None when it printed no summary, e.g. the process was killed).
+    sanitizer's summary states (None when it printed no summary, e.g. the process was killed), less the driver
+    entry-point probes it counted (``_PROBES``).
 
     A report is a headline at the base indentation followed by indented lines (location, thread,
     address, backtrace); both the current ``at kernel+0x90 in cell:5`` and the older
@@ -69,6 +74,7 @@ def parse_output(text: str, tool: str = "memcheck") -> tuple[list[Finding], int 
     order: list[tuple] = []
     current: Finding | None = None
     errors = None
+    probes = 0  # failed cuGetProcAddress calls: see _PROBES
 
     def close():
         nonlocal current
@@ -101,6 +107,10 @@ def parse_output(text: str, tool: str = "memcheck") -> tuple[list[Finding], int 
         if body.startswith(_NOISE):
             continue
         base = indent <= 0
+        if base and _PROBES.match(body):
+            close()
+            probes += 1
+            continue
         if base and not body.lower().startswith("and "):
             close()
             severity = ("warning" if body.lower().startswith("warning")
@@ -121,7 +131,7 @@ def parse_output(text: str, tool: str = "memcheck") -> tuple[list[Finding], int 
         if not body.startswith("at ") and not body.startswith("by thread"):
             current.details.append(body)
     close()
-    return [findings[k] for k in order], errors
+    return [findings[k] for k in order], (max(0, errors - probes) if errors is not None else None)
 
 
 def _headline(body: str) -> str:

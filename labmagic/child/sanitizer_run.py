@@ -28,6 +28,10 @@ from .sanitizer_report import TOOLS, Finding, attach_sources, parse_output
 #: a write one element past a tensor lands inside the block and goes unseen. Under the sanitizer each
 #: tensor gets its own cudaMalloc (torch, and JAX's "platform" allocator).
 UNPOOLED = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}
+#: Bytes of padding memcheck puts after every allocation (``--padding``; its default is none). Un-pooled
+#: allocations can still abut: a write 16 KB past one tensor then lands inside the next one, an address memcheck
+#: knows, and goes unseen. With a MiB of padding behind each, any write up to a MiB past its tensor is out of bounds.
+PADDING_BYTES = 1 << 20
 
 
 class SanitizerError(LabError, RuntimeError):
@@ -85,6 +89,8 @@ class SanitizeResult:
 def sanitizer_command(sanitizer: str, tool: str, child: list[str], extra: tuple[str, ...] = ()) -> list[str]:
     # racecheck's default "analysis" report names each race once with both accesses' lines.
     cmd = [sanitizer, "--tool", tool, "--print-limit", "100", "--target-processes", "all"]
+    if tool == "memcheck":
+        cmd += ["--padding", str(PADDING_BYTES)]
     return [*cmd, *extra, *child]
 
 

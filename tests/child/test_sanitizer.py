@@ -95,6 +95,32 @@ def test_memcheck_merges_threads_and_keeps_the_line():
     assert api.severity == "api" and "cudaErrorLaunchFailure" in api.kind and api.line is None
 
 
+# What the judge's memcheck run printed on an H100 (driver 580) before any kernel of the submission's: the CUDA
+# runtime and torch asking the driver for entry points it does not have, 34 of them, each counted in the summary.
+PROBES = """\
+========= COMPUTE-SANITIZER
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuGetProcAddress_v2.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: [0x2f5e2f] in libcuda.so.1
+=========
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuGetProcAddress_v2.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFuncGetAttributes.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+
+
+def test_driver_entry_point_probes_are_not_errors_but_other_failed_calls_are():
+    (api,), errors = sanitizer_report.parse_output(PROBES, "memcheck")
+    assert errors == 1
+    assert api.severity == "api" and api.kind.endswith("cudaFuncGetAttributes.") and api.count == 1
+    only_probes = PROBES.replace("cudaFuncGetAttributes", "cuGetProcAddress_v2")
+    assert sanitizer_report.parse_output(only_probes, "memcheck") == ([], 0)
+
+
 def test_old_location_format():
     (f,), errors = sanitizer_report.parse_output(MEMCHECK_OLD, "memcheck")
     assert errors == 1
@@ -168,6 +194,14 @@ def test_kernel_sources_from_a_namespace():
 def test_sanitizer_command_wraps_the_child():
     cmd = sanitizer_run.sanitizer_command("compute-sanitizer", "racecheck", ["python", "-m", "labmagic.child"])
     assert cmd[:3] == ["compute-sanitizer", "--tool", "racecheck"] and cmd[-1] == "labmagic.child"
+    assert "--padding" not in cmd
+
+
+def test_memcheck_pads_every_allocation_so_a_far_write_cannot_land_in_a_neighbour():
+    cmd = sanitizer_run.sanitizer_command("compute-sanitizer", "memcheck", ["python", "-m", "labmagic.child"])
+    padding = int(cmd[cmd.index("--padding") + 1])
+    assert padding >= 64 * 1024  # the judge's planted cheat writes 16 KB past its output
+    assert cmd.index("--padding") < cmd.index("python")  # the sanitizer's option, not the child's
 
 
 def test_sanitize_variant_wiring_with_a_scripted_sanitizer(tmp_path, monkeypatch):
@@ -189,7 +223,7 @@ def test_sanitize_variant_wiring_with_a_scripted_sanitizer(tmp_path, monkeypatch
     fake = tmp_path / "compute-sanitizer"
     fake.write_text(f"""#!/bin/sh
 echo "$PYTORCH_NO_CUDA_MEMORY_CACHING $XLA_PYTHON_CLIENT_ALLOCATOR" > {env_file}
-shift 6  # --tool memcheck --print-limit 100 --target-processes all
+while [ "${{1#--}}" != "$1" ]; do shift 2; done  # the sanitizer's own options, each with its value
 "$@"
 echo "========= COMPUTE-SANITIZER"
 echo "========= Invalid __global__ write of size 4 bytes"
@@ -225,7 +259,7 @@ def test_a_variant_that_faults_under_the_sanitizer_is_named_with_the_shape_it_ra
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     fake = tmp_path / "compute-sanitizer"
     fake.write_text("""#!/bin/sh
-shift 6
+while [ "${1#--}" != "$1" ]; do shift 2; done
 "$@"
 echo "========= Invalid __global__ write of size 4 bytes"
 echo "=========     at oob+0x80 in cell:4"

@@ -8,18 +8,26 @@ import pytest
 from planted_submissions import CRASH, GPU_CHEATS, SCALE_ADD_KERNEL, scale_add
 
 from labmagic.exercises import registry
+from labmagic.exercises.bars import bar_value
 from labmagic.exercises.judge import JudgeOptions, grade_all
 from labmagic.exercises.submission import Submission, from_notebook
+from labmagic.runtime import device_slug
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.xfail(reason="open (#52): on the H200 at 5b19d02 dequantize_bf16's solution was correct but at 92% of its "
                           "bar (0.2528 against 0.2342 ms; the 20 others pass, results/nvidia-h200/exercises.csv); its "
-                          "half-dense warp stores are dense since (halves traded by shuffles), not yet run on a GPU",
-                   strict=False)
+                          "half-dense warp stores are dense since (halves traded by shuffles), correct on an H100 at "
+                          "ef7591b, not yet timed on an H200", strict=False)
 def test_every_solution_passes_its_bar():
     exercises = list(registry.all_exercises())
+    slug = device_slug()
+    unbarred = [e.name for e in exercises if bar_value(e, slug) is None]
+    if unbarred:
+        pytest.skip(f"no speed bar on {slug} for {len(unbarred)} of {len(exercises)} exercises ({', '.join(unbarred[:3])}"
+                    f"{', ...' if len(unbarred) > 3 else ''}): the bars come from results/{slug}/ceilings.json "
+                    "(labmagic calibrate) and the chapters' rows there")
     subs = [from_notebook(registry.solution_path(e), e.name) for e in exercises]
     grades = grade_all(subs)
     report = "\n".join(f"{g.exercise}: {g.status}: {g.verdict}" for g in grades)
@@ -35,11 +43,15 @@ def test_every_stub_fails():
     assert [g.status for g in grades] == ["fail"] * len(exercises), report
 
 
-@pytest.mark.parametrize("name", sorted(GPU_CHEATS))
-@pytest.mark.xfail(reason="open (#52): on the H200 at 5b19d02 'writes far outside its output' was graded 'fail' (its "
-                          "far write showed as a wrong value), not 'refused'; failed CUDA grades now go under memcheck "
-                          "too, not yet run on a GPU ('a device copy behind torch's back' is refused by the source "
-                          "rules since, a CPU cheat)", strict=False)
+FAR_WRITE = pytest.mark.xfail(
+    reason="open (#52): on the H200 at 5b19d02 and an H100 at ef7591b (under memcheck too) a write 16 KB past the "
+           "output was graded 'fail' (a wrong value elsewhere), not 'refused': memcheck's --padding defaulted to 0, "
+           "so the write landed inside a neighbouring allocation; every memcheck run pads 1 MiB since, not yet run "
+           "on a GPU", strict=False)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=FAR_WRITE) if n == "writes far outside its output" else n
+                                  for n in sorted(GPU_CHEATS)])
 def test_a_gpu_cheat_is_refused_and_named(name):
     exercise, cells, status, phrase = GPU_CHEATS[name]
     (grade,) = grade_all([Submission(exercise, cells, name)])
