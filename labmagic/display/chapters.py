@@ -112,6 +112,9 @@ CHAPTERS: dict[str, Chapter] = {
         "the capstone: a Llama-3-8B-shaped model from the book's kernels, GQA, RoPE, a KV cache, prefill and decode",
         {2: "batch x tokens"}, "1x4096", "bfloat16", "torch_hf_sdpa", "transformers eager",
         "decode step, batch 1, 4k context, bf16", exclude=r"prefill|w8a8"),
+    "10_fp8": Chapter(
+        "FP8 on Hopper: e4m3 and e5m2, per-token and 1x128 quantisation at the copy bandwidth (the GEMM rungs next)",
+        {2: "tokens x features"}, "16384x4096", "bfloat16", where="16384x4096 bf16 per token", exclude=r"group128"),
 }
 
 #: Markers of the generated blocks, in README.md (filled by ``labmagic results --readme``) and in book/intro.md
