@@ -62,6 +62,34 @@ def require_gpu(what: str) -> None:
                          f"%%cuda_kernel --panel)")
 
 
+def require_tensor(t, name: str, dtypes: tuple, *, dim: int | None = None, align: int = 16, device=None):
+    """Refuse, with a one-line :class:`~labmagic.errors.ArgumentError`, a tensor a kernel's vector path would mis-read:
+    not a torch tensor, a dtype outside ``dtypes``, ``dim`` dimensions expected and not found, on another device
+    type than ``device`` (``"cuda"``, ``"cpu"``), not contiguous, or a base address not ``align``-byte aligned (a
+    sliced view). Returns ``t``, so a launcher can write ``x = require_tensor(x, "x", (torch.bfloat16,))``."""
+    import torch
+
+    from .errors import ArgumentError
+
+    def spell(dtype) -> str:
+        return str(dtype).removeprefix("torch.")
+
+    if not isinstance(t, torch.Tensor):
+        raise ArgumentError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ArgumentError(f"{name} must be {' or '.join(spell(d) for d in dtypes)}, got {spell(t.dtype)}")
+    if dim is not None and t.dim() != dim:
+        raise ArgumentError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
+    if device is not None and t.device.type != torch.device(device).type:
+        raise ArgumentError(f"{name} is on {t.device}, the kernel runs on {torch.device(device).type}: pass "
+                            f"{name}.to({str(torch.device(device).type)!r})")
+    if not t.is_contiguous():
+        raise ArgumentError(f"{name} must be contiguous (strides {t.stride()}); pass .contiguous()")
+    if align > 1 and t.data_ptr() % align:
+        raise ArgumentError(f"{name} must start at a {align}-byte aligned address (a sliced view?); pass .clone()")
+    return t
+
+
 def gpu_name(index: int = 0) -> str | None:
     devices = driver_devices()
     return devices[index][0] if len(devices) > index else None
