@@ -113,7 +113,7 @@ CHAPTERS: dict[str, Chapter] = {
         {2: "batch x tokens"}, "1x4096", "bfloat16", "torch_hf_sdpa", "transformers eager",
         "decode step, batch 1, 4k context, bf16", exclude=r"prefill|w8a8"),
     "10_fp8": Chapter(
-        "FP8 on Hopper: e4m3 and e5m2, per-token and 1x128 quantisation at the copy bandwidth (the GEMM rungs next)",
+        "FP8 on Hopper: e4m3, quantisation at the copy bandwidth, row-wise and 1x128-block-scaled FP8 GEMMs",
         {2: "tokens x features"}, "16384x4096", "bfloat16", where="16384x4096 bf16 per token", exclude=r"group128"),
 }
 

@@ -1,0 +1,53 @@
+"""Chapter 10's quantize kernels, compiled as the notebook writes them (no GPU needed): the claims its prose makes
+about their code. On Hopper the e4m3 conversion is one instruction for two codes, the loads are 16-byte vectors and
+nothing spills; for Ampere cuda_fp8.h converts in software, so the same kernel compiles to several times the code."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from labmagic.analysis.sass import disassemble
+from labmagic.compiler import nvrtc
+
+CHAPTER = Path(__file__).resolve().parents[2] / "book" / "10_fp8.ipynb"
+
+
+def kernel_cells() -> dict[str, str]:
+    """{kernel name: its %%cuda_kernel cell's source, magic line dropped} for the chapter's CUDA cells."""
+    cells = json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"]
+    out = {}
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
+            body = source.partition("\n")[2]
+            name = re.search(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(", body).group(1)
+            out[name] = body
+    return out
+
+
+def test_the_chapter_has_both_rungs():
+    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups"}
+
+
+@pytest.mark.parametrize("kernel", ["fp8_quant_tokens", "fp8_quant_groups"])
+def test_on_hopper_two_codes_an_instruction_16_byte_loads_no_spills(kernel):
+    result = nvrtc.compile(kernel_cells()[kernel], arch="sm_90a", first_line=2)
+    res = result.resources[kernel]
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    ops = [i.opcode for i in disassemble(result.cubin)[kernel]]
+    converts = [op for op in ops if op.startswith("F2FP.SATFINITE.E4M3.F32.PACK_AB")]
+    loads = [op for op in ops if op.startswith("LDG.E.128")]
+    # 8 codes a 16-byte vector: 4 conversions a vector, fully unrolled over the vectors a thread holds
+    assert loads and len(converts) == 4 * len(loads), (len(converts), len(loads))
+
+
+def test_for_ampere_the_conversion_is_software_and_the_kernel_several_times_longer():
+    source = kernel_cells()["fp8_quant_groups"]
+    hopper = disassemble(nvrtc.compile(source, arch="sm_90a", first_line=2).cubin)["fp8_quant_groups"]
+    ampere = disassemble(nvrtc.compile(source, arch="sm_80", first_line=2).cubin)["fp8_quant_groups"]
+    assert not any(i.opcode.startswith("F2FP") for i in ampere)
+    assert len(ampere) > 3 * len(hopper), (len(ampere), len(hopper))
