@@ -1,6 +1,7 @@
 """Chapter 10's quantize kernels, compiled as the notebook writes them (no GPU needed): the claims its prose makes
 about their code. On Hopper the e4m3 conversion is one instruction for two codes, the loads are 16-byte vectors and
-nothing spills; for Ampere cuda_fp8.h converts in software, so the same kernel compiles to several times the code."""
+nothing spills; for Ampere cuda_fp8.h converts in software, so the same kernel compiles to several times the code.
+The FP8 GEMM runs on Hopper's 8-bit wgmma (QGMMA in SASS) without spilling, in both schemes."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def kernel_cells() -> dict[str, str]:
     return out
 
 
-def test_the_chapter_has_both_rungs():
-    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups"}
+def test_the_chapter_has_its_rungs():
+    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups", "fp8_wgmma_tma"}
 
 
 @pytest.mark.parametrize("kernel", ["fp8_quant_tokens", "fp8_quant_groups"])
@@ -51,3 +52,15 @@ def test_for_ampere_the_conversion_is_software_and_the_kernel_several_times_long
     ampere = disassemble(nvrtc.compile(source, arch="sm_80", first_line=2).cubin)["fp8_quant_groups"]
     assert not any(i.opcode.startswith("F2FP") for i in ampere)
     assert len(ampere) > 3 * len(hopper), (len(ampere), len(hopper))
+
+
+def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes():
+    names = ("fp8_wgmma_tma<true, 4>", "fp8_wgmma_tma<false, 4>")
+    result = nvrtc.compile(kernel_cells()["fp8_wgmma_tma"], arch="sm_90a", name_expressions=names, first_line=2)
+    assert len(result.resources) == 2
+    sass = disassemble(result.cubin)
+    for symbol, res in result.resources.items():
+        assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, symbol
+        ops = [i.opcode for i in sass[symbol]]
+        assert any(op.startswith("QGMMA") for op in ops) and not any(op.startswith("HGMMA") for op in ops), symbol
+        assert any(op.startswith("UTMALDG") for op in ops), symbol
