@@ -80,9 +80,9 @@ def require_tensor(t, name: str, dtypes: tuple, *, dim: int | None = None, align
         raise ArgumentError(f"{name} must be {' or '.join(spell(d) for d in dtypes)}, got {spell(t.dtype)}")
     if dim is not None and t.dim() != dim:
         raise ArgumentError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
-    if device is not None and t.device.type != torch.device(device).type:
-        raise ArgumentError(f"{name} is on {t.device}, the kernel runs on {torch.device(device).type}: pass "
-                            f"{name}.to({str(torch.device(device).type)!r})")
+    wanted = torch.device(device).type if device is not None else t.device.type
+    if t.device.type != wanted:
+        raise ArgumentError(f"{name} is on {t.device}, the kernel runs on {wanted}: pass {name}.to({wanted!r})")
     if not t.is_contiguous():
         raise ArgumentError(f"{name} must be contiguous (strides {t.stride()}); pass .contiguous()")
     if align > 1 and t.data_ptr() % align:
