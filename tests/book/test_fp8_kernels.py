@@ -1,7 +1,8 @@
 """Chapter 10's quantize kernels, compiled as the notebook writes them (no GPU needed): the claims its prose makes
 about their code. On Hopper the e4m3 conversion is one instruction for two codes, the loads are 16-byte vectors and
 nothing spills; for Ampere cuda_fp8.h converts in software, so the same kernel compiles to several times the code.
-The FP8 GEMM runs on Hopper's 8-bit wgmma (QGMMA in SASS) without spilling, in both schemes."""
+The FP8 GEMM runs on Hopper's 8-bit wgmma (QGMMA in SASS) without spilling, in both schemes; rung 2's one template is
+QGMMA for e4m3 and IGMMA for int8, fed by TMA, without spills in every instantiation the chapter launches."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def kernel_cells() -> dict[str, str]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
             body = source.partition("\n")[2]
-            name = re.search(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(", body).group(1)
+            name = re.search(r"__global__ void (?:__launch_bounds__\([\d, ]+\) )?(\w+)\(", body).group(1)
             out[name] = body
     return out
 
 
 def test_the_chapter_has_its_rungs():
-    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups", "fp8_wgmma_tma"}
+    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups", "fp8_wgmma_tma", "gemm8_ws"}
 
 
 @pytest.mark.parametrize("kernel", ["fp8_quant_tokens", "fp8_quant_groups"])
@@ -64,3 +65,26 @@ def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes():
         ops = [i.opcode for i in sass[symbol]]
         assert any(op.startswith("QGMMA") for op in ops) and not any(op.startswith("HGMMA") for op in ops), symbol
         assert any(op.startswith("UTMALDG") for op in ops), symbol
+
+
+def test_rung_2_is_one_template_on_qgmma_for_e4m3_and_igmma_for_int8():
+    magic = next(line for line in map(str, kernel_cells_with_magic()) if "gemm8_ws" in line)
+    names = re.findall(r"-n '([^']+)'", magic)
+    assert len(names) == 5, names
+    result = nvrtc.compile(kernel_cells()["gemm8_ws"], arch="sm_90a", name_expressions=names, first_line=2)
+    sass = disassemble(result.cubin)
+    assert len(result.resources) == len(names)
+    for symbol, res in result.resources.items():
+        assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, symbol
+        ops = [i.opcode for i in sass[symbol]]
+        want, other = ("IGMMA", "QGMMA") if symbol.startswith("_Z8gemm8_wsIi") else ("QGMMA", "IGMMA")
+        assert any(op.startswith(want) for op in ops) and not any(op.startswith(other) for op in ops), symbol
+        assert any(op.startswith("UTMALDG") for op in ops), symbol
+        assert any(op.startswith("USETMAXREG") for op in ops), symbol  # the warpgroups' register split
+
+
+def kernel_cells_with_magic() -> list[str]:
+    """The first line (the magic, with its -n instantiations) of each %%cuda_kernel cell."""
+    cells = json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]).partition("\n")[0] for c in cells
+            if c["cell_type"] == "code" and "".join(c["source"]).startswith("%%cuda_kernel")]
