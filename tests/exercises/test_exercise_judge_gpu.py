@@ -44,10 +44,9 @@ def test_every_stub_fails():
 
 
 FAR_WRITE = pytest.mark.xfail(
-    reason="open (#52): on the H200 at 5b19d02 and an H100 at ef7591b (under memcheck too) a write 16 KB past the "
-           "output was graded 'fail' (a wrong value elsewhere), not 'refused': memcheck's --padding defaulted to 0, "
-           "so the write landed inside a neighbouring allocation; every memcheck run pads 1 MiB since, not yet run "
-           "on a GPU", strict=False)
+    reason="open (#52): on the H200 at 5b19d02 and on H100s at ef7591b and 75ed58d a write 16 KB past the output was "
+           "graded 'fail' (a wrong value elsewhere), not 'refused'; at 75ed58d every memcheck run already padded each "
+           "allocation by 1 MiB, so the padding was not the cause (or not the only one)", strict=False)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=FAR_WRITE) if n == "writes far outside its output" else n
