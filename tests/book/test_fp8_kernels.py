@@ -18,17 +18,22 @@ from labmagic.compiler import nvrtc
 CHAPTER = Path(__file__).resolve().parents[2] / "book" / "10_fp8.ipynb"
 
 
-def kernel_cells() -> dict[str, str]:
-    """{kernel name: its %%cuda_kernel cell's source, magic line dropped} for the chapter's CUDA cells."""
+def kernel_cells_with_magic() -> dict[str, tuple[str, str]]:
+    """{kernel name: (its %%cuda_kernel magic line, the cell's source below it)} for the chapter's CUDA cells."""
     cells = json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"]
     out = {}
     for cell in cells:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
-            body = source.partition("\n")[2]
+            magic, _, body = source.partition("\n")
             name = re.search(r"__global__ void (?:__launch_bounds__\([\d, ]+\) )?(\w+)\(", body).group(1)
-            out[name] = body
+            out[name] = (magic, body)
     return out
+
+
+def kernel_cells() -> dict[str, str]:
+    """{kernel name: its %%cuda_kernel cell's source, magic line dropped}."""
+    return {name: body for name, (_, body) in kernel_cells_with_magic().items()}
 
 
 def test_the_chapter_has_its_rungs():
@@ -68,10 +73,10 @@ def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes():
 
 
 def test_rung_2_is_one_template_on_qgmma_for_e4m3_and_igmma_for_int8():
-    magic = next(line for line in map(str, kernel_cells_with_magic()) if "gemm8_ws" in line)
+    magic, body = kernel_cells_with_magic()["gemm8_ws"]
     names = re.findall(r"-n '([^']+)'", magic)
     assert len(names) == 7, names
-    result = nvrtc.compile(kernel_cells()["gemm8_ws"], arch="sm_90a", name_expressions=names, first_line=2)
+    result = nvrtc.compile(body, arch="sm_90a", name_expressions=names, first_line=2)
     sass = disassemble(result.cubin)
     assert len(result.resources) == len(names)
     for symbol, res in result.resources.items():
@@ -81,10 +86,3 @@ def test_rung_2_is_one_template_on_qgmma_for_e4m3_and_igmma_for_int8():
         assert any(op.startswith(want) for op in ops) and not any(op.startswith(other) for op in ops), symbol
         assert any(op.startswith("UTMALDG") for op in ops), symbol
         assert any(op.startswith("USETMAXREG") for op in ops), symbol  # the warpgroups' register split
-
-
-def kernel_cells_with_magic() -> list[str]:
-    """The first line (the magic, with its -n instantiations) of each %%cuda_kernel cell."""
-    cells = json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"]
-    return ["".join(c["source"]).partition("\n")[0] for c in cells
-            if c["cell_type"] == "code" and "".join(c["source"]).startswith("%%cuda_kernel")]
