@@ -502,9 +502,11 @@ def _crashed(exercise: Exercise, submission: Submission, exc: BaseException) -> 
                  verdict=f"the cells crashed the CUDA context ({str(exc).splitlines()[0]})")
 
 
-def run_once(exercise: Exercise, submission: Submission, shell, shape=None) -> dict:
-    """Build and call the submission once at ``shape`` (default: the exercise's sanitize shape), for a tool that
-    watches the process (compute-sanitizer). Returns the kernels' sources, so findings can quote their lines."""
+def prepare_once(exercise: Exercise, submission: Submission, shell, shape=None) -> tuple[Callable[[], None], dict]:
+    """Build the submission and its case at ``shape`` (default: the exercise's sanitize shape) for a tool that
+    watches the process (compute-sanitizer): ``(call, info)``, where ``call()`` calls it once and synchronizes, and
+    ``info`` holds its kernels' names and sources, so findings can be tied to it and quote its lines even when the
+    call then raises (memcheck aborts a kernel it catches, and the synchronize after it fails)."""
     from ..child.sanitizer_run import kernel_sources
 
     fn, namespace = build(exercise, submission, shell, Options())
@@ -513,7 +515,10 @@ def run_once(exercise: Exercise, submission: Submission, shell, shape=None) -> d
     device = "cuda" if has_gpu() else "cpu"
     case = exercise.make_case(shape, _generator(device, 1), device)
     outs = [buffers.allocate(spec, device) for spec in case.outputs]
-    fn(*case.inputs, *[o.tensor for o in outs])
-    _synchronize()
-    return {"sources": kernel_sources(namespace), "kernels": sorted(own_kernel_names(namespace)),
-            "shape": _shape(shape)}
+
+    def call() -> None:
+        fn(*case.inputs, *[o.tensor for o in outs])
+        _synchronize()
+
+    return call, {"sources": kernel_sources(namespace), "kernels": sorted(own_kernel_names(namespace)),
+                  "shape": _shape(shape)}

@@ -10,7 +10,8 @@ a line after :data:`MARKER`:
   call its own time limit and say which one hung;
 - ``{"event": "grade", "job": i, "grade": {...}}`` when job ``i`` is graded;
 - with ``--mode sanitize`` (under compute-sanitizer): ``{"event": "ran", "job": i, "sources": ..., "kernels": ...}``
-  after one call of each job, or ``{"event": "error", ...}``.
+  after one call of each job, or ``{"event": "error", "job": i, "error": ...}``, with the kernels and sources too
+  when the job built before it raised (memcheck aborts a kernel it catches: the call then raises).
 
 After a job that crashed the CUDA context the child reports it and exits with :data:`CONTEXT_LOST`; the parent
 starts a new child for the jobs left.
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..errors import LabError
-    from .grading import ContextLost, Options, grade, run_once
+    from .grading import ContextLost, Options, grade, prepare_once
     from .registry import find
     from .submission import Submission
     from .verdict import not_graded
@@ -80,10 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.mode == "sanitize":
             emit({"event": "start", "job": index})
+            built: dict = {}
             try:
-                emit({"event": "ran", "job": index, **run_once(exercise, submission, shell)})
+                call, built = prepare_once(exercise, submission, shell)
+                call()
+                emit({"event": "ran", "job": index, **built})
             except BaseException as exc:  # noqa: BLE001 - the sanitizer's report is what matters here
-                emit({"event": "error", "job": index, "error": f"{type(exc).__name__}: {exc}"})
+                emit({"event": "error", "job": index, "error": f"{type(exc).__name__}: {exc}", **built})
                 if _sticky(exc):
                     return CONTEXT_LOST
             continue

@@ -64,11 +64,14 @@ def judge_findings(log: str, ran: dict[int, dict], grades: list[Grade]) -> None:
         if record is None:
             grade.notes.append("not sanitized: the submission did not run under compute-sanitizer")
             continue
-        if record.get("event") == "error":
-            grade.notes.append(f"not sanitized: under compute-sanitizer the call raised {record.get('error')}")
-            continue
         own = set(record.get("kernels") or [])
         mine = [f for f in findings if f.kernel and any(name in f.kernel for name in own)]
+        if record.get("event") == "error":
+            # memcheck aborts a kernel it catches, so the call raises after a finding: the finding still counts
+            if not mine:
+                grade.notes.append(f"not sanitized: under compute-sanitizer the call raised {record.get('error')}")
+                continue
+            grade.notes.append(f"under compute-sanitizer the call then raised {record.get('error')}")
         result = SanitizeResult(grade.chapter, grade.exercise, str(record.get("shape", "")), "memcheck", mine,
                                 len(mine))
         reason = memcheck_reason(result)

@@ -310,3 +310,22 @@ def test_a_memcheck_finding_names_the_cause_of_a_failed_grade_and_keeps_the_wron
     assert wrong.status == "refused" and "memcheck: Invalid __global__ write" in wrong.verdict
     assert wrong.notes == ["its outputs were wrong too: case 7 of 9 (n=22323): `out`: 1 of 22323 elements differ "
                            "beyond rtol=0, atol=0"]
+
+
+def test_a_finding_in_a_call_that_memcheck_aborted_still_refuses_it():
+    """memcheck aborts a kernel it catches, so the child's synchronize after the call raises: the job's record is an
+    error, but it carries the kernels it built, and their finding refuses the grade, the call's error in a note. (The
+    far write of #52 went graded 'fail' on three GPUs while the error record was read as 'not sanitized'.)"""
+    from labmagic.exercises.sanitizer_pass import judge_findings
+    from labmagic.exercises.verdict import Grade
+
+    aborted = {"event": "error", "error": "RuntimeError: CUDA error: unspecified launch failure",
+               "kernels": ["copy_float4_kernel"], "shape": "100003", "sources": {}}
+    wrong = Grade("copy_float4", language="cuda", status="fail", seed=7, verdict="case 7 of 9: `out` differs")
+    judge_findings(MEMCHECK, {0: aborted}, [wrong])
+    assert wrong.status == "refused" and "memcheck: Invalid __global__ write" in wrong.verdict
+    assert wrong.notes == ["under compute-sanitizer the call then raised RuntimeError: CUDA error: unspecified launch "
+                           "failure", "its outputs were wrong too: case 7 of 9: `out` differs"]
+    clean = Grade("scale_add", language="cuda", status="pass", seed=7)
+    judge_findings(MEMCHECK, {0: {**aborted, "kernels": ["scale_add_kernel"]}}, [clean])
+    assert clean.status == "pass" and clean.notes[0].startswith("not sanitized: under compute-sanitizer the call raised")
