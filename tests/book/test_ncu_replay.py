@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labmagic.child.protocol import child_record
+from labmagic.child.protocol import child_record, param_args, race_args
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 
@@ -37,9 +37,9 @@ def test_the_book_has_ncu_races():
 
 @pytest.mark.parametrize(("chapter", "race"), ncu_races())
 def test_the_child_replays_the_chapter_to_the_race_its_ncu_names(chapter, race):
-    proc = subprocess.run([sys.executable, "-m", "labmagic.child", "--chapter", str(BOOK / chapter), "--mode", "list",
-                           "--race", race, "-p", "size=quick", "--skip-dsl"],
-                          capture_output=True, text=True, timeout=600, cwd=BOOK.parent)
+    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(BOOK / chapter), "--mode", "list",
+           *race_args(race), *param_args({"size": "'quick'"}), "--skip-dsl"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=BOOK.parent)
     record = child_record(proc.stdout)
     assert proc.returncode == 0 and record.get("ok", True) and record.get("variants"), (
         f"{chapter} through {race}: {record.get('error') or proc.stderr[-2000:]}")
