@@ -63,7 +63,7 @@ class Race:
     sol: float | Mapping[str, float] | None = None
     num_input_sets: int | None = None
     rtol: float | None = None
-    atol: float | None = None
+    atol: float | Callable[..., float] | None = None
     backends: Mapping[str, str] | None = None
     rounds: int = 1
     shuffle: int | None = None
@@ -78,6 +78,9 @@ class Race:
             raise LabError(f"race {self.chapter!r}: shuffle is a seed (an int) or None, got {self.shuffle!r}")
         if self.timer is not None and self.timer not in TIMERS:
             raise LabError(f"race {self.chapter!r}: timer must be one of {', '.join(TIMERS)}, got {self.timer!r}")
+        if self.atol is not None and not callable(self.atol) and not isinstance(self.atol, (int, float)):
+            raise LabError(f"race {self.chapter!r}: atol is a number, a function of the shape's dimensions (like "
+                           f"flops) or None, got {self.atol!r}")
         if self.rep_ms is not None and not self.rep_ms > 0:
             raise LabError(f"race {self.chapter!r}: rep_ms must be positive, got {self.rep_ms!r}")
         self.variants = dict(self.variants)
@@ -101,6 +104,16 @@ class Race:
             if name.startswith(prefix):
                 return prefix
         return "other"
+
+    def tolerances(self, shape: Sequence[int] | str) -> tuple[float, float]:
+        """(rtol, atol) at ``shape`` (a tuple or the CSV's key): ``atol`` may be a function of the shape's dimensions,
+        like ``flops``, for an error that grows with one of them (chapter 10's one-accumulator FP8 sums, with
+        sqrt(K)); unset, both default by dtype (:func:`labmagic.benchmark.checks.tolerances`)."""
+        from .checks import tolerances
+
+        dims = shape_tuple(shape.split("x") if isinstance(shape, str) else shape)
+        atol = self.atol(*dims) if callable(self.atol) else self.atol
+        return tolerances(self.dtype, self.rtol, atol)
 
     def over_limit(self, name: str, shape: tuple[int, ...]) -> bool:
         limit = self.limits.get(name)

@@ -94,10 +94,10 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
     an output buffer the variant forgets to write can neither reuse the reference's correct result nor
     read as zeros that happen to be right.
     """
-    rtol, atol = checks.tolerances(race.dtype, race.rtol, race.atol)
     fn, ref = race.variants[name], race.variants[race.ref]
     worst = None
     for shape in race.check_shapes if shapes is None else shapes:
+        rtol, atol = race.tolerances(shape)
         inputs = _check_inputs(race, shape)
         try:
             expected = ref(*inputs)
@@ -129,9 +129,9 @@ def _check_inputs(race: Race, shape: tuple[int, ...]) -> tuple:
         raise CheckFailed(ERROR, f"making inputs at {shape_str(shape)}: {_describe(exc)}", shape) from exc
 
 
-def recheck(race: Race, output, inputs: tuple) -> checks.CheckResult:
-    """Compare the output of a *timed* call with the reference on the same inputs."""
-    rtol, atol = checks.tolerances(race.dtype, race.rtol, race.atol)
+def recheck(race: Race, output, inputs: tuple, shape: Sequence[int] | str) -> checks.CheckResult:
+    """Compare the output of a *timed* call at ``shape`` with the reference on the same inputs."""
+    rtol, atol = race.tolerances(shape)
     return checks.compare(output, race.variants[race.ref](*inputs), rtol, atol)
 
 
@@ -227,7 +227,7 @@ def _first_call(race: Race, name: str, input_sets: list[tuple], row: Row) -> int
 def _record(race: Race, name: str, timing, input_sets: list[tuple], row: Row, retries0: int | None) -> list[float]:
     """Re-check the timed calls' output and fill ``row`` from ``timing``; the samples (empty on a mismatch)."""
     fn = race.variants[name]
-    result = recheck(race, timing.output, input_sets[timing.output_set])
+    result = recheck(race, timing.output, input_sets[timing.output_set], row.shape)
     if retries0 is not None:
         import torch
 

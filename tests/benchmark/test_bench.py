@@ -138,9 +138,29 @@ def test_a_variant_right_while_checked_and_wrong_when_timed_is_caught():
 def test_recheck_compares_the_timed_output_with_the_reference_on_the_same_inputs():
     race = race_with()
     inputs = make_inputs(100)
-    assert benchmark.recheck(race, inputs[0] + inputs[1], inputs)
+    assert benchmark.recheck(race, inputs[0] + inputs[1], inputs, (100,))
     other = make_inputs(100)
-    assert not benchmark.recheck(race, other[0] + other[1], inputs)  # right answer, wrong input set
+    assert not benchmark.recheck(race, other[0] + other[1], inputs, (100,))  # right answer, wrong input set
+
+
+def test_an_atol_that_grows_with_the_shape_holds_each_shape_to_its_own():
+    # An error that grows with n: off by 1e-3 * sqrt(n) at every element, inside atol = 2e-3 * sqrt(n) at every
+    # shape, where a fixed atol sized for the smallest shape would refuse the largest.
+    def torch_drift(a, b):
+        return a + b + 1e-3 * a.numel() ** 0.5
+
+    grows = Race(chapter="test_race", variants={"torch": torch_add, "torch_drift": torch_drift}, ref="torch",
+                 make_inputs=make_inputs, shapes=[2**10], check_shapes=CHECK_SHAPES, dtype="float32", rtol=0.0,
+                 atol=lambda n: 2e-3 * n**0.5)
+    assert grows.tolerances((4099,)) == (0.0, 2e-3 * 4099**0.5) and grows.tolerances("4") == (0.0, 4e-3)
+    result = benchmark.verify(grows)
+    assert not result.failed, result
+    assert result.atol == 2e-3 * 4099**0.5 and any("atol grows with the shape" in n for n in result.notes)
+    fixed = Race(chapter="test_race", variants=grows.variants, ref="torch", make_inputs=make_inputs,
+                 check_shapes=CHECK_SHAPES, dtype="float32", rtol=0.0, atol=2e-3)
+    assert benchmark.verify(fixed).failed
+    with pytest.raises(labmagic.LabError, match="atol is a number, a function"):
+        Race(chapter="test_race", variants=grows.variants, ref="torch", make_inputs=make_inputs, atol="1e-3")
 
 
 def test_the_wall_timer_hands_back_the_last_timed_output_and_its_input_set():
