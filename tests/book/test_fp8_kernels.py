@@ -26,7 +26,8 @@ def kernel_cells_with_magic() -> dict[str, tuple[str, str]]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith("%%cuda_kernel"):
             magic, _, body = source.partition("\n")
-            name = re.search(r"__global__ void (?:__launch_bounds__\([\d, ]+\) )?(\w+)\(", body).group(1)
+            name = re.search(r"__global__ void (?:__cluster_dims__\([\w, ]+\)\s+)?(?:__launch_bounds__\([\d, ]+\)\s+)?"
+                             r"(\w+)\(", body).group(1)
             out[name] = (magic, body)
     return out
 
@@ -60,10 +61,20 @@ def test_for_ampere_the_conversion_is_software_and_the_kernel_several_times_long
     assert len(ampere) > 3 * len(hopper), (len(ampere), len(hopper))
 
 
-def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes():
-    names = ("fp8_wgmma_tma<true, 4>", "fp8_wgmma_tma<false, 4>")
+def rung1_names() -> list[str]:
+    """Rung 1's instantiations, as the cell before its kernel builds `rung1_flags` (the magic line names them)."""
+    cells = json.loads(CHAPTER.read_text(encoding="utf-8"))["cells"]
+    source = next("".join(c["source"]) for c in cells if "rung1_flags = " in "".join(c["source"]))
+    names: dict = {"labmagic": None}
+    exec(source.replace("SMS = labmagic.runtime.sm_count()", ""), names)  # the configurations alone
+    return re.findall(r"-n '([^']+)'", names["rung1_flags"])
+
+
+def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes_prefill_and_decode():
+    names = rung1_names()
+    assert "fp8_wgmma_tma<false, 2, 4, 1>" in names and "fp8_wgmma_tma<true, 1, 4, 8>" in names, names
     result = nvrtc.compile(kernel_cells()["fp8_wgmma_tma"], arch="sm_90a", name_expressions=names, first_line=2)
-    assert len(result.resources) == 2
+    assert len(result.resources) == len(names)
     sass = disassemble(result.cubin)
     for symbol, res in result.resources.items():
         assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0, symbol
