@@ -43,16 +43,9 @@ def test_every_stub_fails():
     assert [g.status for g in grades] == ["fail"] * len(exercises), report
 
 
-FAR_WRITE = pytest.mark.xfail(
-    reason="open (#52): on the H200 at 5b19d02 and on H100s at ef7591b and 75ed58d a write 16 KB past the output was "
-           "graded 'fail', not 'refused', with memcheck's 1 MiB padding too; the likely cause, fixed since and not yet "
-           "run on a GPU: memcheck aborts the kernel it catches, the call then raised, and the judge read that job's "
-           "error record as 'not sanitized', its finding unread (test_a_finding_in_a_call_that_memcheck_aborted_...)",
-    strict=False)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=FAR_WRITE) if n == "writes far outside its output" else n
-                                  for n in sorted(GPU_CHEATS)])
+# "writes far outside its output" was graded 'fail' on GPUs until 1b88b47 (memcheck aborts the kernel it catches and
+# the judge read the aborted job's record as "not sanitized"); refused on an H100 at 80f03d9.
+@pytest.mark.parametrize("name", sorted(GPU_CHEATS))
 def test_a_gpu_cheat_is_refused_and_named(name):
     exercise, cells, status, phrase = GPU_CHEATS[name]
     (grade,) = grade_all([Submission(exercise, cells, name)])
