@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     module = None
     for name, (module_name, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        # argparse %-formats help strings (not descriptions): '%bench' in a help line must not crash --help.
+        command_parser = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(command_parser)
