@@ -86,8 +86,10 @@ def test_the_fp8_gemm_is_on_8_bit_wgmma_without_spills_in_both_schemes_prefill_a
 def test_rung_2_is_one_template_on_qgmma_for_e4m3_and_igmma_for_int8():
     magic, body = kernel_cells_with_magic()["gemm8_ws"]
     names = re.findall(r"-n '([^']+)'", magic)
-    assert len(names) == 7, names
+    assert len(names) == 9, names
     result = nvrtc.compile(body, arch="sm_90a", name_expressions=names, first_line=2)
+    tma_out = {result.lowered[n] for n in names if "EPI_ROWWISE_TMA" in n}
+    assert len(tma_out) == 2, result.lowered
     sass = disassemble(result.cubin)
     assert len(result.resources) == len(names)
     for symbol, res in result.resources.items():
@@ -97,3 +99,6 @@ def test_rung_2_is_one_template_on_qgmma_for_e4m3_and_igmma_for_int8():
         assert any(op.startswith(want) for op in ops) and not any(op.startswith(other) for op in ops), symbol
         assert any(op.startswith("UTMALDG") for op in ops), symbol
         assert any(op.startswith("USETMAXREG") for op in ops), symbol  # the warpgroups' register split
+        # Rung 3 stores y through shared memory and TMA stores, never from registers; the other epilogues the reverse
+        stores = {op.split(".")[0] for op in ops} & {"STG", "STS", "UTMASTG"}
+        assert stores == ({"STS", "UTMASTG"} if symbol in tma_out else {"STG"}), (symbol, stores)

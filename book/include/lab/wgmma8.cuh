@@ -5,6 +5,8 @@
 //   mma8(int (&d)[64 | 128], da, db, scale_d)     the same shapes, s8 x s8, s32 accumulate (exact)
 //   store_scaled(d, C, M, N, r0, c0, sa, sw)      one warpgroup's m64nN accumulator times sa[row] sw[col] to C (bf16)
 //   store_i32(d, C, M, N, r0, c0)                 one warpgroup's m64nN s32 accumulator to C as it is (int32)
+//   store_scaled_tma(d, buf, mapC, M, N, r0, c0, sa, sw, bar_id)
+//                                                 store_scaled through shared memory and TMA stores (rung 3)
 //
 // scale_d = 0 overwrites D; da and db are desc_sw128 descriptors (lab/hopper.cuh). The register layout is
 // lab/wgmma.cuh's (store_acc): register 4j + e of lane (g, t) of warp w is row 16w + g + 8 (e >> 1), column
@@ -107,6 +109,58 @@ __device__ __forceinline__ void store_scaled(const Acc (&d)[NREG], __nv_bfloat16
                 C[(size_t)r * N + c] = v.x;
                 if (c + 1 < N) C[(size_t)r * N + c + 1] = v.y;
             }
+        }
+    }
+}
+
+// store_scaled's y = acc sa[row] sw[col] through shared memory and TMA stores: chapter 06's rung 6 epilogue
+// (store_acc_tma, in its cell until that chapter's next run on the H200) with the row-wise scales. The warpgroup's
+// 64 x N tile leaves as 64 x 64 bf16 boxes through two 8 KB buffers at `buf` (1024-byte aligned), laid out in the
+// 128-byte swizzle mapC expects (16-byte chunk j of row r at chunk j ^ (r & 7)): a warp's 4-byte st.shared hit 32
+// banks. Thread 0 of the warpgroup stores each box and waits, before a buffer is rewritten, only until the store
+// two boxes back has read it; the last stores drain under the next tile's main loop (bulk_wait_all before the
+// block exits). The TMA clips the box at M and N: only the scales need bounds. mapC: labmagic.tensor_map_2d(y,
+// (64, 64)), N a multiple of 8; bar_id: a named barrier of this warpgroup's own (not 0).
+template <class Acc, int NREG>
+__device__ __forceinline__ void store_scaled_tma(const Acc (&d)[NREG], unsigned char* buf, const void* mapC, int M,
+                                                 int N, int r0, int c0, const float* __restrict__ sa,
+                                                 const float* __restrict__ sw, int bar_id) {
+    static_assert(NREG % 32 == 0, "whole 64-column boxes");
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3, leader = threadIdx.x % 128 == 0;
+    const int g = lane >> 2, t = lane & 3, row = r0 + 16 * warp + g;
+    const float s[2] = {row < M ? sa[row] : 0.f, row + 8 < M ? sa[row + 8] : 0.f};
+    const bool pairs = (reinterpret_cast<size_t>(sw) & 7) == 0;
+#pragma unroll
+    for (int c = 0; c < NREG / 32; ++c) {  // 64-column boxes
+        const int col = c0 + 64 * c + 2 * t;  // this thread's first column of the box (even: c0 is)
+        float2 w[8];  // the column scales first: their loads fly while the thread waits for the buffer
+        if (pairs && c0 + 64 * c + 64 <= N) {
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) w[jj] = __ldg(reinterpret_cast<const float2*>(sw + col + 8 * jj));
+        } else {
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+                const int cj = col + 8 * jj;
+                w[jj] = make_float2(cj < N ? sw[cj] : 0.f, cj + 1 < N ? sw[cj + 1] : 0.f);
+            }
+        }
+        unsigned char* b = buf + (c & 1) * 8192;
+        if (leader) bulk_wait_read<1>();
+        warpgroup_sync(bar_id);  // the buffer's previous store has read it
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int j = 8 * c + jj, r = 16 * warp + g + 8 * h;
+                const __nv_bfloat162 v = __floats2bfloat162_rn(float(d[4 * j + 2 * h]) * s[h] * w[jj].x,
+                                                               float(d[4 * j + 2 * h + 1]) * s[h] * w[jj].y);
+                *reinterpret_cast<__nv_bfloat162*>(b + r * 128 + ((jj ^ (r & 7)) << 4) + 4 * t) = v;
+            }
+        proxy_fence();  // this thread's generic-proxy writes become visible to the TMA (async proxy)
+        warpgroup_sync(bar_id);
+        if (leader) {
+            tma_store(mapC, b, c0 + 64 * c, r0);
+            bulk_commit();
         }
     }
 }
