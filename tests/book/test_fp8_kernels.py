@@ -1,6 +1,7 @@
 """Chapter 10's quantize kernels, compiled as the notebook writes them (no GPU needed): the claims its prose makes
 about their code. On Hopper the e4m3 conversion is one instruction for two codes, the loads are 16-byte vectors and
 nothing spills; for Ampere cuda_fp8.h converts in software, so the same kernel compiles to several times the code.
+The quantiser fused into RMSNorm reads x and w once and stores only codes and scales.
 The FP8 GEMM runs on Hopper's 8-bit wgmma (QGMMA in SASS) without spilling, in both schemes; rung 2's one template is
 QGMMA for e4m3 and IGMMA for int8, fed by TMA, without spills in every instantiation the chapter launches."""
 
@@ -38,7 +39,8 @@ def kernel_cells() -> dict[str, str]:
 
 
 def test_the_chapter_has_its_rungs():
-    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups", "fp8_wgmma_tma", "gemm8_ws"}
+    assert set(kernel_cells()) == {"fp8_quant_tokens", "fp8_quant_groups", "fp8_rmsnorm_quant_tokens", "fp8_wgmma_tma",
+                                   "gemm8_ws"}
 
 
 @pytest.mark.parametrize("kernel", ["fp8_quant_tokens", "fp8_quant_groups"])
@@ -51,6 +53,20 @@ def test_on_hopper_two_codes_an_instruction_16_byte_loads_no_spills(kernel):
     loads = [op for op in ops if op.startswith("LDG.E.128")]
     # 8 codes a 16-byte vector: 4 conversions a vector, fully unrolled over the vectors a thread holds
     assert loads and len(converts) == 4 * len(loads), (len(converts), len(loads))
+
+
+def test_the_fused_rmsnorm_quantiser_reads_x_once_and_stores_only_codes():
+    # VPT = 8 vectors a thread: 8 of x and the 8 of w beside them, 16 bytes each; y packed to bf16 in registers, never
+    # stored; 4 conversions (8 codes) and one 8-byte store a vector, and the row's scale
+    kernel = "fp8_rmsnorm_quant_tokens"
+    result = nvrtc.compile(kernel_cells()[kernel], arch="sm_90a", first_line=2)
+    res = result.resources[kernel]
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_frame == 0
+    ops = [i.opcode for i in disassemble(result.cubin)[kernel]]
+    count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
+    assert count("LDG.E.128") == 16 and count("LDG") == 16, ops
+    assert count("F2FP.BF16.F32.PACK_AB") == 32 and count("F2FP.SATFINITE.E4M3.F32.PACK_AB") == 32
+    assert count("STG.E.64") == 8 and count("STG") == 9  # the codes, and the scale
 
 
 def test_for_ampere_the_conversion_is_software_and_the_kernel_several_times_longer():
