@@ -15,15 +15,15 @@ SETUP_NOTES = _runtime.SETUP_NOTES
 
 from .dsl import DSLUnavailable  # noqa: E402
 from .errors import ArgumentError, CompileError, LabError, NoGPUError  # noqa: E402
-from .runtime import device_slug, has_gpu, require_tensor, target_arch, torch_device  # noqa: E402
+from .runtime import cdiv, device_slug, has_gpu, next_power_of_2, require_tensor, target_arch, torch_device  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "CompileError", "DSLUnavailable", "LabError", "NoGPUError", "Race",
-    "bench", "check_cases", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel",
+    "bench", "cdiv", "check_cases", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel",
     "pallas_call",
-    "race_figure", "require_tensor", "target_arch",
+    "next_power_of_2", "race_figure", "require_tensor", "target_arch",
     "torch_device", "triton_panel",
 ]
 

@@ -22,6 +22,8 @@ def test_a_good_tensor_comes_back_as_it_is():
     (lambda x: x.t(), {}, "x must be contiguous (strides (1, 256)); pass .contiguous()"),
     (lambda x: x.view(-1)[1:9], {}, "x must start at a 16-byte aligned address (a sliced view?); pass .clone()"),
     (lambda x: x, {"device": "cuda"}, "x is on cpu, the kernel runs on cuda: pass x.to('cuda')"),
+    (lambda x: x, {"device": torch.device("cuda", 0)}, "x is on cpu, the kernel runs on cuda: pass x.to('cuda')"),
+    (lambda x: x, {"dim": 3}, "x must be 3-D, got shape (8, 256)"),
 ])
 def test_each_misreading_is_refused_in_one_line(make, kwargs, words):
     x = torch.randn(8, 256).to(torch.bfloat16)
@@ -35,3 +37,19 @@ def test_alignment_is_the_callers_choice():
     assert require_tensor(scale, "scale", (torch.float32,), align=4) is scale
     with pytest.raises(ArgumentError, match="16-byte aligned"):
         require_tensor(scale, "scale", (torch.float32,))
+
+
+def test_a_device_given_as_a_string_or_a_torch_device_accepts_the_same_tensors():
+    x = torch.randn(4, 64).to(torch.bfloat16)
+    for device in ("cpu", torch.device("cpu"), None):
+        assert require_tensor(x, "x", (torch.bfloat16,), device=device) is x
+
+
+@pytest.mark.parametrize("a", [0, 1, 2, 127, 128, 129, 28672, 2**40 + 3])
+@pytest.mark.parametrize("b", [1, 3, 32, 128, 256])
+def test_the_host_grid_arithmetic_is_tritons(a, b):
+    # labmagic.cdiv / next_power_of_2 stand in for triton's on the host (without its per-call dispatch): same values
+    import triton
+
+    assert labmagic.cdiv(a, b) == triton.cdiv(a, b)
+    assert labmagic.next_power_of_2(a) == triton.next_power_of_2(a)

@@ -97,6 +97,21 @@ def test_maps_are_cached_by_what_they_encode():
 
 
 @needs_gpu
+def test_a_tensor_seen_before_skips_the_checks_but_another_view_of_its_memory_does_not():
+    # The fast path keys on address, dtype, shape, strides, device, box and swizzle: a view at the same address
+    # with other strides or shape is checked (and refused, or given a map of its own), never handed x's map.
+    x = torch.zeros(256, 128, dtype=torch.bfloat16, device="cuda")
+    m = tensor_map_2d(x, (64, 64))
+    assert tensor_map_2d(x, (64, 64)) is m
+    with pytest.raises(ArgumentError, match="rows of contiguous elements"):
+        tensor_map_2d(x.t(), (64, 64))
+    narrow = tensor_map_2d(x[:, :64], (64, 64))
+    assert narrow is not m and not torch.equal(narrow, m)  # the same address, another row length in the map
+    with pytest.raises(ArgumentError, match="no TMA data type"):
+        tensor_map_2d(x.view(torch.int16), (64, 64))
+
+
+@needs_gpu
 def test_the_cache_holds_the_maps_of_every_input_set_bench_rotates():
     # %bench rotates up to 256 input sets; a launcher makes two maps per set. All must stay cached.
     sets = [torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda") for _ in range(256)]
