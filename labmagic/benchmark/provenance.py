@@ -170,3 +170,19 @@ def source_hash(fn, depth: int = 2) -> str:
     if not seen or digest.digest() == hashlib.sha256().digest():
         digest.update(repr(fn).encode())
     return digest.hexdigest()[:12]
+
+
+def chapter_fingerprint(chapter: str) -> str:
+    """The source hash of ``book/<chapter>.ipynb`` as it is on disk now (its code cells and the headers and kernel
+    files they use: :func:`labmagic.store.fingerprint.chapter_hash`), which every row of a race carries, so that a
+    row stays current exactly while its chapter still hashes the same, whether or not the sweep it came from
+    finished; '' for a race whose chapter is not a notebook of the book (a script's, a test's)."""
+    from ..errors import LabError
+    from ..paths import repo_root
+    from ..store.fingerprint import chapter_hash
+
+    notebook = repo_root() / "book" / f"{chapter}.ipynb"
+    try:
+        return chapter_hash(notebook) if notebook.is_file() else ""
+    except LabError:  # a notebook that is not one: its races cannot be running, but a row must not fail for it
+        return ""

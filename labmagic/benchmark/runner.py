@@ -461,8 +461,10 @@ def _stamp(result: BenchResult, race: Race, names: list[str], plot: bool) -> Non
 
     result.provenance = provenance.collect()
     hashes = {name: provenance.source_hash(race.variants[name]) for name in names}
+    chapter = provenance.chapter_fingerprint(race.chapter)
     for row in result.rows:
         row.source_hash = hashes[row.variant]
+        row.chapter_hash = chapter
     result.timer = ", ".join(sorted({r.timer for r in result.rows if r.timer != "-"})) or "-"
     if plot and any(r.ms_median for r in result.rows):
         from ..display import plots

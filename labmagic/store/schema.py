@@ -66,6 +66,9 @@ class Row:
     timer: str = "-"
     error: str = ""
     source_hash: str = ""
+    # The chapter's source hash when the row was measured (labmagic.store.fingerprint.chapter_hash of its notebook
+    # and headers): the row is current while the chapter still hashes to it, whether or not its sweep finished.
+    chapter_hash: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -104,6 +107,7 @@ _BEFORE_HOST_TIME = [
 EARLIER_COLUMNS = [
     [c for c in _BEFORE_HOST_TIME if c not in ("ms_ci_low", "ms_ci_high", "samples", "vs_ref_low", "vs_ref_high")],
     _BEFORE_HOST_TIME,
+    [c for c in COLUMNS if c != "chapter_hash"],
 ]
 
 #: A row is identified by these; a new row replaces an old one with the same key.

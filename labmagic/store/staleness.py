@@ -5,8 +5,11 @@ A row is *stale* when the source it measured is no longer the current source:
 * variant level: the row's ``source_hash`` (see :func:`labmagic.benchmark.provenance.source_hash`) differs from the
   hash of the most recent measurement of the same variant on any GPU (a kernel edited and re-run on one GPU makes
   the others stale);
-* chapter level: the chapter's notebook or kernel files changed since the sweep that produced the results
-  (the hash that ``labmagic sweep`` stored in ``results/<gpu>/notebooks/<chapter>.json``), or the chapter is gone.
+* chapter level: the chapter's notebook or kernel files changed since the row was measured: the row's
+  ``chapter_hash`` (the chapter's hash when ``%bench`` wrote it) differs from the chapter's hash now, so a row a
+  sweep measured before it was cut off is current while the chapter is unchanged; a row from before rows carried
+  the hash goes by the sweep that produced the results (the hash that ``labmagic sweep`` stored in
+  ``results/<gpu>/notebooks/<chapter>.json``); or the chapter is gone.
 """
 
 from __future__ import annotations
@@ -64,16 +67,21 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
         ran = _sweep_run(root, slug, chapter)
         if chapter not in hashes:
             hashes[chapter] = chapter_hash(notebook)
-        if ran and ran.get("input_hash") != hashes[chapter]:
-            reasons[rows.index] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
-            continue
+        swept_before = bool(ran and ran.get("input_hash") != hashes[chapter])
         current = newest.get(chapter, {})
-        if current:
-            for idx, row in rows.iterrows():
-                now = current.get(row.get("variant"))
-                then = row.get("source_hash")
-                if now is not None and isinstance(then, str) and then and then != now:
-                    reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
+        for idx, row in rows.iterrows():
+            measured = row.get("chapter_hash")
+            if isinstance(measured, str) and measured:  # the row says what it measured: that decides
+                if measured != hashes[chapter]:
+                    reasons[idx] = f"chapter changed since this row was measured ({str(row.get('timestamp'))[:10]})"
+                    continue
+            elif swept_before:  # a row from before rows carried it: its sweep's record decides
+                reasons[idx] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
+                continue
+            now = current.get(row.get("variant"))
+            then = row.get("source_hash")
+            if now is not None and isinstance(then, str) and then and then != now:
+                reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
     return reasons
 
 

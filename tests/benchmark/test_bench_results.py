@@ -42,6 +42,7 @@ def test_csv_schema_of_a_measured_result(tmp_path):
     assert ok["timer"] == "wall" and ok["sdpa_backend"] == "-" and ok["dtype"] == "float32"
     assert ok["torch"] == torch.__version__.split("+")[0] or ok["torch"].startswith(torch.__version__.split("+")[0])
     assert len(ok["source_hash"]) == 12 and ok["timestamp"].endswith("+00:00")
+    assert ok["chapter_hash"] == ""  # "test_csv" is no notebook of the book: nothing to hash
     bad = next(r for r in rows if r["variant"] == "torch_wrong")
     assert bad["status"] == "mismatch" and bad["ms_median"] == "" and "differ" in bad["error"]
 
@@ -131,3 +132,15 @@ def test_a_chapter_racing_two_dtypes_gets_one_plot_per_dtype(tmp_path):
     pngs = sorted(p.name for p in path.parent.glob("*.png"))
     assert pngs == ["test_csv.float32.png", "test_csv.float64.png"]  # the mixed plot is gone
     assert again.png_path.name == "test_csv.float64.png"
+
+
+def test_a_race_of_a_book_chapter_stamps_each_row_with_the_chapters_hash_now():
+    from labmagic.paths import repo_root
+    from labmagic.store.fingerprint import chapter_hash
+
+    race = Race(chapter="01_vector_add", variants={"torch": lambda a, b: a + b}, ref="torch",
+                make_inputs=lambda n: (torch.randn(n), torch.randn(n)), shapes=[64], check_shapes=[(5,)],
+                flops=lambda n: float(n), nbytes=lambda n: 12.0 * n)
+    result = bench(race, timer=WallTimer(reps=2), plot=False)
+    assert {row.chapter_hash for row in result.rows} == {chapter_hash(repo_root() / "book" / "01_vector_add.ipynb")}
+    assert provenance.chapter_fingerprint("no_such_chapter") == ""

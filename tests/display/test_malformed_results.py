@@ -135,7 +135,8 @@ def test_a_broken_sweep_record_is_refused_naming_it(tmp_path, record):
     assert "chapter changed since the sweep of 2026-11-01" in results_page.render(root)
 
 
-@pytest.mark.parametrize("version", [0, 1], ids=["before the intervals", "before the host times"])
+@pytest.mark.parametrize("version", [0, 1, 2],
+                         ids=["before the intervals", "before the host times", "before the chapter hash"])
 def test_a_csv_an_earlier_labmagic_wrote_reads_with_its_missing_columns_empty(tmp_path, capsys, version):
     """Old sweeps (and old revisions, for --compare) still read: the columns they lack are empty, nothing invented;
     max_rel_err, which meant a relative error, is not read as err_over_tol. --upgrade rewrites them."""

@@ -74,6 +74,37 @@ def test_a_changed_chapter_makes_its_results_stale(results_repo, capsys):
     assert (reasons.str.startswith("chapter changed since the sweep of 2026-11-28")).sum() == 7  # every H200 row
 
 
+def test_a_row_that_carries_the_chapters_hash_is_current_while_the_chapter_is_unchanged(results_repo):
+    # A sweep cut off mid-chapter leaves its record at the last passed run (an older hash), but the rows it did
+    # measure say which source they measured: those stay current, the others go by the record, and a row of an
+    # older source is stale whatever the record says.
+    from labmagic.store.fingerprint import chapter_hash
+
+    now = chapter_hash(results_repo / "book" / "01_vector_add.ipynb")
+    manifest = results_repo / "results" / "nvidia-h200" / "notebooks" / "01_vector_add.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"status": "passed", "input_hash": "an-older-one",
+                                    "started": "2026-11-28T09:00:00+00:00"}))
+    rows = _rows(H200, 4.8e12, "beef")
+    for row in rows:
+        if row["variant"] == "cuda_float4":
+            row["chapter_hash"] = now
+        elif row["variant"] == "cuda_naive":
+            row["chapter_hash"] = "0123456789abcdef"
+    write_rows(bench_csv_path("01_vector_add", "nvidia-h200"), rows)
+    df = catalog.load(results_repo)
+    reasons = staleness.stale_reasons(df, results_repo)
+    h200 = df["gpu_slug"] == "nvidia-h200"
+    by_variant = {v: set(reasons[h200 & (df["variant"] == v)]) for v in ("cuda_float4", "cuda_naive", "torch")}
+    assert by_variant["cuda_float4"] == {""}
+    assert by_variant["cuda_naive"] == {"chapter changed since this row was measured (2026-11-28)"}
+    assert by_variant["torch"] == {"chapter changed since the sweep of 2026-11-28"}  # no hash: the record decides
+    manifest.write_text(json.dumps({"status": "passed", "input_hash": now, "started": "2026-11-28T09:00:00+00:00"}))
+    reasons = staleness.stale_reasons(catalog.load(results_repo), results_repo)
+    assert set(reasons[h200 & (df["variant"] == "cuda_naive")]) == {
+        "chapter changed since this row was measured (2026-11-28)"}  # the row's own hash outranks a fresh record
+
+
 def test_results_page_has_a_table_per_gpu_with_provenance(results_repo, tmp_path):
     site = build_site(results_repo, tmp_path / "out")
     page = (site / "book" / "results.html").read_text(encoding="utf-8")
