@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-from .errors import NoGPUError
+from .errors import ArgumentError, NoGPUError
 
 #: The architecture we compile for when no GPU is present (the book's reference GPU is an H200).
 DEFAULT_ARCH = "sm_90"
@@ -68,15 +68,27 @@ def require_tensor(t, name: str, dtypes: tuple, *, dim: int | None = None, align
     type than ``device`` (``"cuda"``, ``"cpu"``), not contiguous, or a base address not ``align``-byte aligned (a
     sliced view). Returns ``t``, so a launcher can write ``x = require_tensor(x, "x", (torch.bfloat16,))``.
 
-    A launcher calls this for every operand of every call, so an eager decode step pays it dozens of times: the
-    accepting path is one expression of attribute reads (about 1 us), and the messages are built only on refusal."""
-    torch = sys.modules.get("torch")
-    if (torch is not None and isinstance(t, torch.Tensor) and t.dtype in dtypes and (dim is None or t.dim() == dim)
-            and (device is None or t.device.type == _device_type(device)) and t.is_contiguous()
-            and (align <= 1 or t.data_ptr() % align == 0)):
-        return t
-    _refuse_tensor(t, name, dtypes, dim, align, device)
+    A launcher calls this for every operand of every call, so an eager decode step pays it dozens of times: nothing
+    is imported or built on the accepting path (about 1 us), the messages only on refusal."""
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported
+    if torch is None or not isinstance(t, torch.Tensor):
+        raise ArgumentError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ArgumentError(f"{name} must be {' or '.join(map(_spell, dtypes))}, got {_spell(t.dtype)}")
+    if dim is not None and t.dim() != dim:
+        raise ArgumentError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
+    if device is not None and t.device.type != _device_type(device):
+        wanted = _device_type(device)
+        raise ArgumentError(f"{name} is on {t.device}, the kernel runs on {wanted}: pass {name}.to({wanted!r})")
+    if not t.is_contiguous():
+        raise ArgumentError(f"{name} must be contiguous (strides {t.stride()}); pass .contiguous()")
+    if align > 1 and t.data_ptr() % align:
+        raise ArgumentError(f"{name} must start at a {align}-byte aligned address (a sliced view?); pass .clone()")
     return t
+
+
+def _spell(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,30 +97,6 @@ def _device_type(device) -> str:
     import torch
 
     return torch.device(device).type
-
-
-def _refuse_tensor(t, name: str, dtypes: tuple, dim, align: int, device) -> None:
-    """The slow path of :func:`require_tensor`: raise the one-line error for the first rule ``t`` breaks."""
-    import torch
-
-    from .errors import ArgumentError
-
-    def spell(dtype) -> str:
-        return str(dtype).removeprefix("torch.")
-
-    if not isinstance(t, torch.Tensor):
-        raise ArgumentError(f"{name} must be a torch tensor, got {type(t).__name__}")
-    if t.dtype not in dtypes:
-        raise ArgumentError(f"{name} must be {' or '.join(spell(d) for d in dtypes)}, got {spell(t.dtype)}")
-    if dim is not None and t.dim() != dim:
-        raise ArgumentError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
-    wanted = _device_type(device) if device is not None else t.device.type
-    if t.device.type != wanted:
-        raise ArgumentError(f"{name} is on {t.device}, the kernel runs on {wanted}: pass {name}.to({wanted!r})")
-    if not t.is_contiguous():
-        raise ArgumentError(f"{name} must be contiguous (strides {t.stride()}); pass .contiguous()")
-    if align > 1 and t.data_ptr() % align:
-        raise ArgumentError(f"{name} must start at a {align}-byte aligned address (a sliced view?); pass .clone()")
 
 
 def cdiv(a: int, b: int) -> int:

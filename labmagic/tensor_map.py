@@ -74,13 +74,22 @@ def tensor_map_2d(tensor, box: tuple[int, int], swizzle: int = 128):
     passed them then, and its map is one dictionary lookup away (a launcher's eager call pays this per operand)."""
     import torch
 
-    if isinstance(tensor, torch.Tensor):
-        seen = (tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride(), tensor.device, tuple(box), swizzle)
-        key = _CHECKED.get(seen)
-        if key is not None:
-            return _cached(key, torch.cuda.is_current_stream_capturing())
     if not isinstance(tensor, torch.Tensor):
         raise ArgumentError(f"tensor_map_2d needs a torch tensor, got {type(tensor).__name__}")
+    box = tuple(box)
+    seen = (tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride(), tensor.device, box, swizzle)
+    key = _CHECKED.get(seen)
+    if key is None:
+        key = _checked_key(tensor, box, swizzle)
+        with _LOCK:
+            if len(_CHECKED) >= _CACHE_LIMIT:
+                _CHECKED.clear()
+            _CHECKED[seen] = key
+    return _cached(key, torch.cuda.is_current_stream_capturing())
+
+
+def _checked_key(tensor, box: tuple[int, int], swizzle: int) -> tuple:
+    """The cache key of a tensor's map once it passes every check TMA needs; the ArgumentError of the first it fails."""
     if tensor.dim() != 2:
         raise ArgumentError(f"tensor_map_2d needs a 2-D tensor, got {tensor.dim()}-D {tuple(tensor.shape)}")
     dtype = str(tensor.dtype).removeprefix("torch.")
@@ -97,14 +106,9 @@ def tensor_map_2d(tensor, box: tuple[int, int], swizzle: int = 128):
     if tensor.data_ptr() % 16:
         raise ArgumentError("tensor_map_2d: the tensor starts at an address not aligned to 16 bytes (a sliced view?)")
     rows, cols = tensor.shape
+    check_box((rows, tensor.stride(0)), tensor.element_size(), box, swizzle)
     pitch = tensor.stride(0) * tensor.element_size()
-    check_box((rows, tensor.stride(0)), tensor.element_size(), tuple(box), swizzle)
-    key = (tensor.data_ptr(), dtype, rows, cols, pitch, tuple(box), swizzle, tensor.device.index or 0)
-    with _LOCK:
-        if len(_CHECKED) >= _CACHE_LIMIT:
-            _CHECKED.clear()
-        _CHECKED[seen] = key
-    return _cached(key, torch.cuda.is_current_stream_capturing())
+    return (tensor.data_ptr(), dtype, rows, cols, pitch, box, swizzle, tensor.device.index or 0)
 
 
 def _cached(key: tuple, capturing: bool):
