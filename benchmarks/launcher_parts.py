@@ -20,8 +20,6 @@ Outputs: ``launcher_parts.csv`` in ``--out`` (default ``results/<gpu>/``), and t
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import statistics
 import sys
 import timeit
@@ -30,9 +28,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 import labmagic  # noqa: E402  (before triton: on a machine without a GPU it selects Triton's interpreter)
-from labmagic.paths import atomic_write  # noqa: E402
-
-FIELDS = ["what", "us_per_call_median", "us_per_call_min", "calls"]
 
 
 def parts(device: str) -> list[tuple[str, object]]:
@@ -85,17 +80,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from labmagic.benchmark import provenance
     from labmagic.paths import results_dir
+    from labmagic.store.table_csv import write_table
 
     device = labmagic.torch_device()
     rows = measure(parts(device), args.calls, args.repeats)
     prov = provenance.collect()
     out = Path(args.out) if args.out else results_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS + list(prov), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({**r, **prov} for r in rows)
-    atomic_write(out / "launcher_parts.csv", buffer.getvalue())
+    write_table([{**r, **prov} for r in rows], out / "launcher_parts.csv")
     print(f"{prov['gpu']} at {prov['git_commit']}: host microseconds a call, median of {args.repeats} runs of "
           f"{args.calls}")
     for r in rows:

@@ -66,7 +66,7 @@ THREADS = 256
 
 def cuda_naive(x, y):
     z, n = torch.empty_like(x), x.numel()
-    axpy_naive(ALPHA, x, y, z, n, grid=max(1, triton.cdiv(n, THREADS)), block=THREADS)
+    axpy_naive(ALPHA, x, y, z, n, grid=max(1, labmagic.cdiv(n, THREADS)), block=THREADS)
     return z
 
 def torch_axpy(x, y):
@@ -87,7 +87,7 @@ def axpy_kernel(x_ptr, y_ptr, z_ptr, alpha, n, BLOCK: tl.constexpr):
 
 def triton_axpy(x, y):
     z, n = torch.empty_like(x), x.numel()
-    axpy_kernel[(triton.cdiv(n, 1024),)](x, y, z, ALPHA, n, BLOCK=1024)
+    axpy_kernel[(labmagic.cdiv(n, 1024),)](x, y, z, ALPHA, n, BLOCK=1024)
     return z'''
 
 _RACE_INTRO = '''## The race
