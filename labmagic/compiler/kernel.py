@@ -162,7 +162,9 @@ def _dims(value) -> tuple | None:
     return None
 
 
-_NOT_SEEN = (object(), None)
+_NOT_SEEN = (object(), object(), None, None)
+#: The launch dimensions a kernel remembers by identity: they cannot change in place.
+_IMMUTABLE_DIMS = (int, tuple)
 
 
 class CudaKernel:
@@ -187,7 +189,7 @@ class CudaKernel:
         #: kernel's static shared memory (a block's static and dynamic bytes share the 48 KiB default).
         res = self.resources
         self._smem_ok = 48 * 1024 - (res.smem_static if res else 0)
-        self._last_block = self._last_grid = _NOT_SEEN  # (as given, as (x, y, z)) of the last launch
+        self._last_dims = _NOT_SEEN  # (grid, block as given, grid, block as (x, y, z)) of the last launch
 
     @functools.cached_property
     def cluster(self) -> tuple[int, int, int] | None:
@@ -415,28 +417,15 @@ class CudaKernel:
     # -- launch -------------------------------------------------------------------------------------
 
     def __call__(self, *args, grid, block, smem: int = 0):
-        # The very grid or block object of the last launch is still valid: an int or a tuple of ints cannot have
+        # The very grid and block objects of the last launch are still valid: an int or a tuple of ints cannot have
         # changed (a list could have, in place: it is never remembered).
-        last_block, last_grid = self._last_block, self._last_grid
-        new_block = block is not last_block[0]
-        block3 = (_dims(block) or _normalize_dims(block, "block", self.name)) if new_block else last_block[1]
-        new_grid = grid is not last_grid[0]
-        grid3 = (_dims(grid) or _normalize_dims(grid, "grid", self.name)) if new_grid else last_grid[1]
+        last = self._last_dims
+        if grid is last[0] and block is last[1]:
+            grid3, block3 = last[2], last[3]
+        else:
+            grid3, block3 = self._launch_dims(grid, block)
         if type(smem) is not int or smem < 0:
             smem = self._smem_bytes(smem)
-        if new_block:
-            if block3[0] * block3[1] * block3[2] > 1024:
-                raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
-                                    "the limit is 1024")
-            if type(block) is int or type(block) is tuple:
-                self._last_block = (block, block3)
-        if new_grid:
-            if self.cluster and any(g % c for g, c in zip(grid3, self.cluster)):
-                raise ArgumentError(f"{self.name}: grid={grid} is not a whole number of clusters: the kernel's "
-                                    f"__cluster_dims__ is {self.cluster}, so each grid dimension must be a multiple "
-                                    "of the cluster's")
-            if type(grid) is int or type(grid) is tuple:
-                self._last_grid = (grid, grid3)
         values = self._fast_check(args)
         direct = self._direct
         if direct and values is not None and smem <= self._smem_ok and faults.no_fault():
@@ -452,6 +441,22 @@ class CudaKernel:
                 faults.record(self.name, grid3, block3, smem)
                 return
         self._launch_checked(args, values, grid3, block3, smem)
+
+    def _launch_dims(self, grid, block) -> tuple[tuple, tuple]:
+        """``grid`` and ``block`` as (x, y, z) each, checked; remembered with the objects given when both are ints
+        or tuples (which cannot change in place), so the next launch with the same objects reads them back."""
+        block3 = _dims(block) or _normalize_dims(block, "block", self.name)
+        if block3[0] * block3[1] * block3[2] > 1024:
+            raise ArgumentError(f"{self.name}: block={block} has {block3[0] * block3[1] * block3[2]} threads; "
+                                "the limit is 1024")
+        grid3 = _dims(grid) or _normalize_dims(grid, "grid", self.name)
+        if self.cluster and any(g % c for g, c in zip(grid3, self.cluster)):
+            raise ArgumentError(f"{self.name}: grid={grid} is not a whole number of clusters: the kernel's "
+                                f"__cluster_dims__ is {self.cluster}, so each grid dimension must be a multiple "
+                                "of the cluster's")
+        if type(grid) in _IMMUTABLE_DIMS and type(block) in _IMMUTABLE_DIMS:
+            self._last_dims = (grid, block, grid3, block3)
+        return grid3, block3
 
     def _launch_checked(self, args, values, grid3, block3, smem) -> None:
         """Every launch that is not a warm direct one: the full check where the fast one passed on the call, the
