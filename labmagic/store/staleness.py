@@ -3,8 +3,9 @@
 A row is *stale* when the source it measured is no longer the current source:
 
 * variant level: the row's ``source_hash`` (see :func:`labmagic.benchmark.provenance.source_hash`) differs from the
-  hash of the most recent measurement of the same variant on any GPU (a kernel edited and re-run on one GPU makes
-  the others stale);
+  hash of the most recent measurement of the same variant on any GPU among the rows current at chapter level (a
+  kernel edited and re-run on one GPU makes the others stale; a run of a chapter since put back to its earlier
+  source, which is stale itself, does not);
 * chapter level: the chapter's notebook or kernel files changed since the row was measured: the row's
   ``chapter_hash`` (the chapter's hash when ``%bench`` wrote it) differs from the chapter's hash now, so a row a
   sweep measured before it was cut off is current while the chapter is unchanged; a row from before rows carried
@@ -53,11 +54,11 @@ def _sweep_run(root: Path, slug: str, chapter: str) -> dict | None:
 
 
 def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
-    """Why each row is stale ('' when it is not)."""
+    """Why each row is stale ('' when it is not): the chapter level first, for every row; then the variant level,
+    against the newest measurement among the rows the first found current."""
     reasons = pd.Series("", index=df.index, dtype=object)
     if df.empty:
         return reasons
-    newest = _newest_hashes(df) if "source_hash" in df.columns else {}
     hashes: dict[str, str] = {}  # chapter -> its notebook's hash, read once for all GPUs
     for (slug, chapter), rows in df.groupby(["gpu_slug", "chapter"]):
         notebook = Path(root) / "book" / f"{chapter}.ipynb"
@@ -68,20 +69,22 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
         if chapter not in hashes:
             hashes[chapter] = chapter_hash(notebook)
         swept_before = bool(ran and ran.get("input_hash") != hashes[chapter])
-        current = newest.get(chapter, {})
         for idx, row in rows.iterrows():
             measured = row.get("chapter_hash")
             if isinstance(measured, str) and measured:  # the row says what it measured: that decides
                 if measured != hashes[chapter]:
                     reasons[idx] = f"chapter changed since this row was measured ({str(row.get('timestamp'))[:10]})"
-                    continue
             elif swept_before:  # a row from before rows carried it: its sweep's record decides
                 reasons[idx] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
-                continue
-            now = current.get(row.get("variant"))
-            then = row.get("source_hash")
-            if now is not None and isinstance(then, str) and then and then != now:
-                reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
+    if "source_hash" not in df.columns:
+        return reasons
+    current = reasons == ""
+    newest = _newest_hashes(df[current])
+    for idx, row in df[current].iterrows():
+        now = newest.get(row["chapter"], {}).get(row.get("variant"))
+        then = row.get("source_hash")
+        if now is not None and isinstance(then, str) and then and then != now:
+            reasons[idx] = f"source of {row.get('variant')} changed since it was measured"
     return reasons
 
 

@@ -105,6 +105,33 @@ def test_a_row_that_carries_the_chapters_hash_is_current_while_the_chapter_is_un
         "chapter changed since this row was measured (2026-11-28)"}  # the row's own hash outranks a fresh record
 
 
+def test_a_run_of_a_source_since_put_back_does_not_make_the_current_rows_stale(results_repo):
+    # The H200's rows measured the chapter as it is now; a later run on the A100 measured an edited cuda_naive, and
+    # the edit was then reverted. That run's rows are stale (their chapter hash is not today's), and a stale row's
+    # source is not the current one: the H200's cuda_naive stays current.
+    from labmagic.store.fingerprint import chapter_hash
+
+    now = chapter_hash(results_repo / "book" / "01_vector_add.ipynb")
+    later = dict(A100, timestamp="2026-12-01T10:00:00+00:00")
+    rows = _rows(later, 2.0e12, "c0de")
+    for row in rows:
+        row["chapter_hash"] = "an-edit-since-reverted"
+    write_rows(bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb"), rows)
+    df = catalog.load(results_repo)
+    reasons = staleness.stale_reasons(df, results_repo)
+    a100 = df["gpu_slug"] == "nvidia-a100-sxm4-80gb"
+    assert set(reasons[a100]) == {"chapter changed since this row was measured (2026-12-01)"}
+    assert set(reasons[~a100]) == {""}, reasons[~a100]
+    rows = _rows(later, 2.0e12, "c0de")  # the same run, had the chapter been left as it measured it
+    for row in rows:
+        row["chapter_hash"] = now
+    write_rows(bench_csv_path("01_vector_add", "nvidia-a100-sxm4-80gb"), rows)
+    df = catalog.load(results_repo)
+    reasons = staleness.stale_reasons(df, results_repo)
+    stale = df[reasons != ""]
+    assert set(zip(stale["gpu_slug"], stale["variant"], strict=True)) == {("nvidia-h200", "cuda_naive")}
+
+
 def test_results_page_has_a_table_per_gpu_with_provenance(results_repo, tmp_path):
     site = build_site(results_repo, tmp_path / "out")
     page = (site / "book" / "results.html").read_text(encoding="utf-8")
