@@ -178,10 +178,10 @@ def chapter_fingerprint(chapter: str) -> str:
     row stays current exactly while its chapter still hashes the same, whether or not the sweep it came from
     finished; '' for a race whose chapter is not a notebook of the book (a script's, a test's)."""
     from ..errors import LabError
-    from ..paths import repo_root
+    from ..paths import book_dir
     from ..store.fingerprint import chapter_hash
 
-    notebook = repo_root() / "book" / f"{chapter}.ipynb"
+    notebook = book_dir() / f"{chapter}.ipynb"
     try:
         return chapter_hash(notebook) if notebook.is_file() else ""
     except LabError:  # a notebook that is not one: its races cannot be running, but a row must not fail for it

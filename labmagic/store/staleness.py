@@ -78,9 +78,9 @@ def stale_reasons(df: pd.DataFrame, root: Path) -> pd.Series:
                 reasons[idx] = f"chapter changed since the sweep of {str(ran.get('started', '?'))[:10]}"
     if "source_hash" not in df.columns:
         return reasons
-    current = reasons == ""
-    newest = _newest_hashes(df[current])
-    for idx, row in df[current].iterrows():
+    current = df[reasons == ""]
+    newest = _newest_hashes(current)
+    for idx, row in current.iterrows():
         now = newest.get(row["chapter"], {}).get(row.get("variant"))
         then = row.get("source_hash")
         if now is not None and isinstance(then, str) and then and then != now:
