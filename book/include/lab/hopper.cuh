@@ -29,9 +29,8 @@
 //   cluster_ptr(p, rank)               the generic address of the same shared variable in block `rank`
 //
 // Chapter 03 explains the copy engine and mbarriers (rung 6, `softmax_bulk`) and chapter 06 the tensor-map TMA,
-// wgmma, warp specialization and clusters (rungs 3 to 7). Chapters 03, 04, 05, 06, 08 and 10 include it (03, 04 and
-// 05 through reduce.cuh, row_share.cuh and row_stream.cuh); 07 still writes the same mbarrier, TMA and wgmma
-// helpers in its cells.
+// wgmma, warp specialization and clusters (rungs 3 to 7). Chapters 04, 05 and 06 include it; 03 and 07 still write
+// the same mbarrier, TMA and wgmma helpers in their cells.
 #pragma once
 #include <lab/smem.cuh>
 

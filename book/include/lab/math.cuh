@@ -5,7 +5,7 @@
 //   fmax_nan(a, b)   the max, or NaN if either is NaN (fmaxf drops a NaN)
 //
 // Chapter 03 explains them (rung 6, `softmax_bulk`: one EX2 an element, and a max that keeps NaN). Chapters 04 and
-// 05 include it, and so does 03 from rung 1 on; chapter 07 calls its ex2 `fast_exp2`.
+// 05 include it; 03 still defines them in its cells, and chapter 07 calls its ex2 `fast_exp2`.
 #pragma once
 
 #define NEG_INF __int_as_float(0xff800000)  // -inf (NVRTC has no math.h)

@@ -11,7 +11,7 @@
 //
 // Chapter 04 explains the warp and block sums (rung 1), chapter 05 the maxima (rung 4), and chapter 03 the rest:
 // warp_all, group_all and the pushed exchange (rung 6, `softmax_bulk`), its two halves (rung 8, `softmax_pipe`).
-// Chapters 03 (rungs 6 to 8), 04, 05 and 10 include it.
+// Chapters 04 and 05 include it; 03 still defines its copies of warp_all, group_all and the exchange in its cells.
 #pragma once
 #include <lab/hopper.cuh>
 #include <lab/math.cuh>

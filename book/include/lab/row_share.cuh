@@ -10,8 +10,8 @@
 // at once (`cp.async.bulk`), in chunks of `chunk` vectors, each completing on its own mbarrier: the share is in
 // flight from the first cycle and pass 1 starts on the first chunk to land. The data stays in its storage type.
 //
-// Chapter 03 explains it (rung 6, `softmax_bulk`, which includes it); chapters 04 and 05 include it (their rungs
-// 5).
+// Chapter 03 explains it (rung 6, `softmax_bulk`, which still writes it out); chapters 04 and 05 include it (their
+// rungs 5).
 #pragma once
 #include <lab/hopper.cuh>
 #include <lab/vec.cuh>

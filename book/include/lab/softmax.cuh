@@ -4,8 +4,8 @@
 //   md_merge(a, b), md_add<K>(s, v)  merge two states; fold K values with one rescale of the running sum
 //   warp_merge, block_merge          over the warp (5 shuffles), over the block (2 barriers)
 //
-// Chapter 03 explains them (the online merge rule, rungs 2-4) and includes it from rung 2 on; chapter 05 includes
-// it.
+// Chapter 03 explains them (the online merge rule, rungs 2-4, which still define them in its cells); chapter 05
+// includes it.
 #pragma once
 #include <lab/math.cuh>
 

@@ -7,7 +7,7 @@
 //   batched(first, end, ...)     BATCH 16-byte loads in flight per thread before any is used
 //
 // Chapter 03 explains them (rung 3, `softmax_vec`: 16-byte vectors with a scalar head and tail, and why a batch of
-// loads) and includes it in every rung; chapters 04, 05, 08 and 10 include it.
+// loads); chapters 04, 05 and 08 include it (03 still defines the same helpers in its cells).
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
