@@ -53,15 +53,15 @@ class CheckTable:
     def failures(self) -> list[CheckLine]:
         return [line for line in self.lines if line.ok is False]
 
-    def require(self, gpu_only: bool = False) -> CheckTable:
+    def require(self, gpu_only: bool = False) -> None:
         """Raise :class:`AssertionError` naming each disagreeing (variant, dtype, shape); with ``gpu_only``, only on a
-        machine without a GPU (on a GPU a mismatch stays in the table and in the race, where it is never timed)."""
+        machine without a GPU (on a GPU a mismatch stays in the table and in the race, where it is never timed).
+        Returns nothing, so that a cell ending in ``table.require()`` does not show the table it printed again."""
         from ..runtime import has_gpu
 
         if self.failures and not (gpu_only and has_gpu()):
             named = ", ".join(f"{f.variant} {f.dtype} {shape_str(f.shape)}".replace("  ", " ") for f in self.failures)
             raise AssertionError(f"variants disagree with the reference: {named}")
-        return self
 
     def __repr__(self) -> str:
         if not self.lines:

@@ -53,12 +53,12 @@ def test_require_fails_on_a_mismatch_and_gpu_only_keeps_it_in_the_table_on_a_gpu
     with pytest.raises(AssertionError, match=r"variants disagree with the reference: wrong 3x5"):
         table.require()
     if has_gpu():
-        assert table.require(gpu_only=True) is table
+        assert table.require(gpu_only=True) is None
     else:
         with pytest.raises(AssertionError, match="wrong 3x5"):
             table.require(gpu_only=True)
     ok = labmagic.check_variants(_check, {"torch_max": VARIANTS["torch_max"], "cuda_max": _needs_gpu}, [(3, 5)])
-    assert ok.require() is ok and not ok.failures
+    assert ok.require() is None and not ok.failures
 
 
 def test_the_summary_gives_one_line_per_variant_and_dtype():
