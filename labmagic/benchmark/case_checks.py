@@ -60,6 +60,7 @@ def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
     rows, failures = [], []
     cases = list(cases)
     width = max((len(c[0]) for c in cases), default=0)
+    swidth = max([14] + [len("x".join(map(str, c[2]))) for c in cases])  # chapter 07's (B, H, Sq, Sk, D, causal)
     for i, (name, fn, shape, dtype) in enumerate(cases):
         shape_text = "x".join(map(str, shape))
         dtype_text = str(dtype).removeprefix("torch.")
@@ -74,7 +75,7 @@ def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
             failures.append((name, shape_text, dtype_text))
         rows.append(CaseRow(name, shape_text, dtype_text, status, text))
         if status != "ok" or show is None or show(i, name):
-            out(f"{name:<{width}} {shape_text:<14} {text}")
+            out(f"{name:<{width}} {shape_text:<{swidth}} {text}")
     out(f"{len(rows)} checks, {len(failures)} mismatches" + (f" ({note})" if note else ""))
     if failures:
         raise AssertionError(f"variants disagree with the reference: {failures}")

@@ -56,3 +56,15 @@ def test_show_thins_out_passing_rows_only_and_each_case_gets_its_seed():
     assert [r.status for r in rows] == ["ok"] * 5
     assert [line.split()[:2] for line in lines[:-1]] == [["cfg", "0"], ["cfg", "4"]]
     assert lines[-1] == "5 checks, 0 mismatches (every 4th shown)"
+
+
+def test_the_status_column_lines_up_past_fourteen_characters_of_shape():
+    lines = []
+    cases = [("a", lambda A: A * 2, (3, 5), torch.float32),
+             ("b", lambda A, *_: A * 2, (3, 5, 1, 1, 1, 1, 1, 1), torch.float32)]
+
+    def check(variant, M, N, *rest, seed, dtype):
+        return _check(variant, M, N, seed, dtype)
+
+    check_cases(cases, check, out=lines.append)
+    assert lines[0].index("ok,") == lines[1].index("ok,") == len("a ") + len("3x5x1x1x1x1x1x1 ")
