@@ -53,8 +53,10 @@ _EXPANDED = re.compile(r"\{(\w+)\}")
 
 def expand_line(line: str, sources: list[str]) -> str:
     """A magic line's ``{name}``, as IPython expands it in the notebook, from ``sources`` (the code cells before
-    it): the last one that assigns ``name`` at its top level, run alone with nothing but the builtins (chapter
-    06's ``decode_flags``, the instantiations its decode cell names). A name no such cell gives stops the script."""
+    it): the last one that assigns ``name`` at its top level, run alone with nothing but the builtins and ``labmagic``,
+    which every chapter imports (chapter 06's ``decode_flags``, the instantiations its decode cell names; chapter 10's
+    ``rung1_flags``, whose cell also asks ``labmagic.runtime`` for the SM count). A name no such cell gives stops the
+    script."""
     def value(match: re.Match) -> str:
         name = match.group(1)
         for source in reversed(sources):
@@ -64,7 +66,9 @@ def expand_line(line: str, sources: list[str]) -> str:
                 continue
             if any(isinstance(t, ast.Name) and t.id == name for node in tree.body if isinstance(node, ast.Assign)
                    for t in node.targets):
-                namespace: dict = {}
+                import labmagic  # noqa: PLC0415 (only where a cell needs it; the dump children import it anyway)
+
+                namespace: dict = {"labmagic": labmagic}
                 try:
                     exec(compile(tree, f"<cell defining {name}>", "exec"), namespace)  # noqa: S102 (the chapter's own)
                 except Exception as exc:  # noqa: BLE001 (said, with the name)

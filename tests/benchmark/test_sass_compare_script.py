@@ -90,6 +90,9 @@ def test_a_magic_lines_name_is_expanded_from_the_cell_that_assigns_it():
         sc.expand_line("%%cuda_kernel {flags}", ["flags = ' '.join(NAMES)"])
     with pytest.raises(SystemExit, match="notebook expressions"):
         sc.expand_line("%%cuda_kernel {flags + 'x'}", cells)
+    # labmagic, which every chapter imports, is there (chapter 10's flags cell also asks it for the SM count)
+    sms = ["flags = '-n g<2>'\nSMS = labmagic.runtime.sm_count()"]
+    assert sc.expand_line("%%cuda_kernel {flags}", sms) == "%%cuda_kernel -n g<2>"
 
 
 def test_a_renamed_kernel_is_compared_under_its_new_name():
