@@ -2,7 +2,9 @@
 kernels: which are installed, which can run here, and why not.
 
 Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all); the peers (``torchao``,
-``gemlite``: the int8 linears serving stacks call) are one extra, ``.[peers]``, which CI does not install. A chapter
+``gemlite``: the int8 linears serving stacks call; ``flashinfer`` and ``fa3``, FlashAttention 3's Hopper forward;
+``quack`` and ``liger``, the memory-bound kernels people deploy) are one extra, ``.[peers]``, which CI does not
+install. A chapter
 writes its variants for a DSL, or over a peer's API, in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`).
 Where the DSL cannot run, the cell is skipped and each variant it names becomes an :func:`unavailable` stand-in that
 raises the reason: a race records :class:`DSLUnavailable` (not installed, or it fails to import) as a ``skipped`` row
@@ -14,8 +16,8 @@ Without a GPU:
   skipped, except a ``%%dsl gluon --compile`` cell, which runs to compile its kernels for the GPU (their compile
   panels, :func:`labmagic.triton_panel`) and guards its launches with :func:`labmagic.has_gpu`;
 - ``helion``: runs eagerly in PyTorch on the CPU (:func:`environment`);
-- ``torchao`` and ``gemlite``: need a GPU (their int8 kernels are CUDA and Triton; gemlite's would not run in
-  Triton's interpreter);
+- the peers need a GPU (torchao's int8 kernels and FA3's are CUDA; gemlite's and Liger's Triton is not written
+  for Triton's interpreter; FlashInfer compiles with nvcc; quack is CuTeDSL, sm_90 and later, like ``cutedsl``);
 - ``tilelang`` and ``cutedsl`` (``cutlass.cute``): need a GPU (both compile without one, but their variants here
   compile when first launched). TileLang builds with nvcc: :func:`environment` points ``CUDA_HOME`` at a toolkit.
 """
@@ -108,6 +110,10 @@ DSLS: dict[str, DSL] = {d.name: d for d in (
     DSL("torchao", "torchao", "torchao", interpret=False, extra="peers", peer=True),
     DSL("gemlite", "gemlite", "gemlite", interpret=False, extra="peers", peer=True),
     DSL("flashinfer", "flashinfer", "flashinfer-python", interpret=False, extra="peers", peer=True),
+    DSL("quack", "quack", "quack-kernels", interpret=False, min_arch=90, extra="peers", peer=True,
+        prepare=_dump_outside_the_book),
+    DSL("liger", "liger_kernel", "liger-kernel", interpret=False, extra="peers", peer=True),
+    DSL("fa3", "fa3_fwd_interface", "fa3-fwd", interpret=False, min_arch=90, extra="peers", peer=True),
 )}
 
 

@@ -99,8 +99,9 @@ def test_a_peer_is_installed_by_the_peers_extra_runs_on_a_gpu_only_and_has_its_o
         assert isinstance(verdict, NoGPUError) and str(verdict) == "fakepeer runs on a GPU only: its variants need one"
     assert dsl.get("torchao").extra == dsl.get("gemlite").extra == "peers"
     race = labmagic.Race(chapter="08_int8", ref="torch_w", make_inputs=lambda n: (n,),
-                         variants={"torch_w": abs, "torchao_w8a8": abs, "gemlite_w8a8": abs})
-    assert [race.backend(n) for n in race.variants] == ["torch", "torchao", "gemlite"]
+                         variants={"torch_w": abs, "torchao_w8a8": abs, "gemlite_w8a8": abs, "quack_softmax": abs,
+                                   "liger_rmsnorm": abs, "fa3_prefill": abs})
+    assert [race.backend(n) for n in race.variants] == ["torch", "torchao", "gemlite", "quack", "liger", "fa3"]
 
 
 def test_the_peers_extra_pins_each_peer_and_ci_does_not_install_it():
@@ -110,7 +111,9 @@ def test_the_peers_extra_pins_each_peer_and_ci_does_not_install_it():
 
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2", "flashinfer-python==0.5.0"]
+    assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2", "flashinfer-python==0.5.0",
+                               "quack-kernels==0.6.5", "liger-kernel==0.8.5", "fa3-fwd==0.0.3"]
+    assert {d.dist for d in dsl.DSLS.values() if d.peer} == {dep.split("==")[0] for dep in extras["peers"]}
     assert not any("peers" in dep for name in ("test", "dsls", "cpu") for dep in extras[name])
 
 
