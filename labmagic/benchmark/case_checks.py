@@ -60,9 +60,9 @@ def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
     rows, failures = [], []
     cases = list(cases)
     width = max((len(c[0]) for c in cases), default=0)
-    swidth = max([14] + [len("x".join(map(str, c[2]))) for c in cases])  # chapter 07's (B, H, Sq, Sk, D, causal)
-    for i, (name, fn, shape, dtype) in enumerate(cases):
-        shape_text = "x".join(map(str, shape))
+    shape_texts = ["x".join(map(str, c[2])) for c in cases]  # str, not shape_str: 07's shapes end in a causal flag
+    swidth = max([14, *map(len, shape_texts)])
+    for i, ((name, fn, shape, dtype), shape_text) in enumerate(zip(cases, shape_texts, strict=True)):
         dtype_text = str(dtype).removeprefix("torch.")
         try:
             status, text = "ok", f"ok, max abs err {_error_text(check(fn, *shape, seed=seed(i), dtype=dtype))}"
