@@ -11,9 +11,12 @@ runs it over the variants, dtypes and shapes in place of a hand-written loop:
   skipped``; one whose library is not installed (:class:`~labmagic.DSLUnavailable`, as a DSL's or a peer's) is
   ``skipped`` with the reason, as their rows read in a race;
 - a failed check is ``MISMATCH`` with the assertion's first line, and kept in :attr:`CheckTable.failures`; any other
-  exception is a bug in the check or the variant, and propagates;
+  exception (a variant that crashes, a peer library that rejects an input, a bug in the check) is ``ERROR`` with its
+  type and first line, also a failure, and the exception is kept so that :meth:`~CheckTable.require` chains it (its
+  traceback is not lost): one broken variant does not stop the others' checks, nor a sweep's races;
 - :meth:`CheckTable.require` raises when a variant disagreed (with ``gpu_only=True``, only without a GPU: on a GPU a
-  mismatch stays in the table, and ``%bench`` refuses to time that variant).
+  mismatch stays in the table, and ``%bench`` refuses to time that variant; ``tolerate`` names variants whose
+  failures stay in the table without raising, as a peer library's, which its race rows then show).
 
 The table prints one line per (variant, dtype, shape), or with ``summary=True`` one line per (variant, dtype) with
 the distinct outcomes.
@@ -40,6 +43,7 @@ class CheckLine:
     shape: tuple
     ok: bool | None
     status: str
+    error: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -53,15 +57,20 @@ class CheckTable:
     def failures(self) -> list[CheckLine]:
         return [line for line in self.lines if line.ok is False]
 
-    def require(self, gpu_only: bool = False) -> None:
-        """Raise :class:`AssertionError` naming each disagreeing (variant, dtype, shape); with ``gpu_only``, only on a
-        machine without a GPU (on a GPU a mismatch stays in the table and in the race, where it is never timed).
+    def require(self, gpu_only: bool = False, tolerate: Iterable[str] = ()) -> None:
+        """Raise :class:`AssertionError` naming each disagreeing (variant, dtype, shape), chained to the first
+        exception a check raised (not an assertion); with ``gpu_only``, only on a machine without a GPU (on a GPU a
+        mismatch stays in the table and in the race, where it is never timed). Failures of the variants named in
+        ``tolerate`` (a peer library's) never raise: they stay in the table, and the race's check marks their rows.
         Returns nothing, so that a cell ending in ``table.require()`` does not show the table it printed again."""
         from ..runtime import has_gpu
 
-        if self.failures and not (gpu_only and has_gpu()):
-            named = ", ".join(f"{f.variant} {f.dtype} {shape_str(f.shape)}".replace("  ", " ") for f in self.failures)
-            raise AssertionError(f"variants disagree with the reference: {named}")
+        tolerate = set(tolerate)
+        failures = [f for f in self.failures if f.variant not in tolerate]
+        if failures and not (gpu_only and has_gpu()):
+            named = ", ".join(f"{f.variant} {f.dtype} {shape_str(f.shape)}".replace("  ", " ") for f in failures)
+            cause = next((f.error for f in failures if f.error is not None), None)
+            raise AssertionError(f"variants disagree with the reference: {named}") from cause
 
     def __repr__(self) -> str:
         if not self.lines:
@@ -106,6 +115,7 @@ def check_variants(check: Callable, variants: Mapping[str, Callable], shapes: It
         for dtype in dtypes:
             for i, shape in enumerate(shapes):
                 s = seed(i, len(table.lines)) if seed else i
+                error = None
                 args = (*shape,) if dtype is None else (*shape, dtype)
                 try:
                     value = check(fn, *args, seed=s)
@@ -116,7 +126,10 @@ def check_variants(check: Callable, variants: Mapping[str, Callable], shapes: It
                 except AssertionError as exc:
                     text = str(exc).strip().splitlines()
                     ok, status = False, "MISMATCH: " + (text[0] if text else "the check failed")
+                except Exception as exc:  # noqa: BLE001 - a crashing variant is a line, not the end of the table
+                    text = str(exc).strip().splitlines()
+                    ok, status, error = False, f"ERROR: {type(exc).__name__}" + (f": {text[0]}" if text else ""), exc
                 else:
                     ok, status = True, passed(value) if passed else "ok"
-                table.lines.append(CheckLine(name, _dtype_name(dtype), shape, ok, status))
+                table.lines.append(CheckLine(name, _dtype_name(dtype), shape, ok, status, error))
     return table

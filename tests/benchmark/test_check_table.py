@@ -68,8 +68,33 @@ def test_the_summary_gives_one_line_per_variant_and_dtype():
                                         "cuda_max  float32 3 shapes: needs a GPU: skipped"]
 
 
-def test_a_bug_in_the_check_propagates_and_an_empty_grid_is_refused():
-    with pytest.raises(AttributeError):
-        labmagic.check_variants(lambda fn, n, *, seed: fn(None), {"torch_max": VARIANTS["torch_max"]}, [(3,)])
+def test_a_bug_in_the_check_fails_require_with_its_traceback_and_an_empty_grid_is_refused():
+    table = labmagic.check_variants(lambda fn, n, *, seed: fn(None), {"torch_max": VARIANTS["torch_max"]}, [(3,)])
+    assert table.lines[0].status.startswith("ERROR: AttributeError: ")
+    with pytest.raises(AssertionError, match="torch_max 3") as info:
+        table.require()
+    assert isinstance(info.value.__cause__, AttributeError)
     with pytest.raises(labmagic.LabError, match="no shapes or no dtypes"):
         labmagic.check_variants(_check, VARIANTS, [])
+
+
+def test_a_crashing_variant_is_an_error_line_the_others_still_run_and_require_chains_its_exception():
+    def broken(x):  # a peer library that rejects an input the chapter checks
+        raise ValueError("Input N 5 is not divisible by vector size 4\nmore detail")
+
+    table = labmagic.check_variants(_check, {"broken": broken, "torch_max": VARIANTS["torch_max"]}, [(3, 5), (2, 8)])
+    assert [(line.variant, line.ok, line.status) for line in table.lines] == [
+        ("broken", False, "ERROR: ValueError: Input N 5 is not divisible by vector size 4"),
+        ("broken", False, "ERROR: ValueError: Input N 5 is not divisible by vector size 4"),
+        ("torch_max", True, "ok"), ("torch_max", True, "ok")]
+    with pytest.raises(AssertionError, match="broken 3x5, broken 2x8") as info:
+        table.require()
+    assert isinstance(info.value.__cause__, ValueError)  # the traceback of what it raised is not lost
+
+
+def test_require_tolerates_the_variants_it_is_told_to_and_no_others():
+    table = labmagic.check_variants(_check, {"wrong": VARIANTS["wrong"], "peer": VARIANTS["wrong"]}, [(3, 5)])
+    with pytest.raises(AssertionError, match=r"disagree with the reference: wrong 3x5$"):
+        table.require(tolerate=("peer",))
+    assert table.require(tolerate=("peer", "wrong")) is None
+    assert [f.variant for f in table.failures] == ["wrong", "peer"]  # still in the table
