@@ -14,7 +14,7 @@ _runtime.configure()
 SETUP_NOTES = _runtime.SETUP_NOTES
 
 from .dsl import DSLUnavailable  # noqa: E402
-from .errors import ArgumentError, CompileError, LabError, NoGPUError  # noqa: E402
+from .errors import ArgumentError, CompileError, LabError, NoGPUError, UnsupportedInput  # noqa: E402
 from .runtime import cdiv, device_slug, has_gpu, next_power_of_2, require_tensor, target_arch, torch_device  # noqa: E402
 
 __version__ = "0.1.0"
@@ -24,7 +24,7 @@ __all__ = [
     "bench", "cdiv", "check_cases", "check_variants", "compile_cuda", "cubin_panel", "device_slug", "has_gpu", "kernel",
     "pallas_call",
     "next_power_of_2", "race_figure", "require_tensor", "target_arch",
-    "torch_device", "triton_panel",
+    "torch_device", "triton_panel", "UnsupportedInput",
 ]
 
 

@@ -27,6 +27,13 @@ class ArgumentError(LabError, TypeError):
     """A kernel argument does not match the kernel's C signature."""
 
 
+class UnsupportedInput(ArgumentError):
+    """The variant does not take this input by design (a peer library's documented limit: a row length, a dtype), as
+    opposed to a wrong argument: a chapter's check (:func:`labmagic.check_variants`) and a race's check move on to the
+    next shape, and a race's row at that shape reads ``skipped``, with why. Not a failure, and not a way to hide one:
+    raise it before the kernel runs, for inputs its library refuses."""
+
+
 class NoGPUError(LabError, RuntimeError):
     """The call needs a CUDA GPU and this machine has none."""
 

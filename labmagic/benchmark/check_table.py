@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..dsl import DSLUnavailable
-from ..errors import LabError, NoGPUError
+from ..errors import LabError, NoGPUError, UnsupportedInput
 from ..store.schema import shape_str
 
 SKIPPED_NO_GPU = "needs a GPU: skipped"
@@ -121,7 +121,7 @@ def check_variants(check: Callable, variants: Mapping[str, Callable], shapes: It
                     value = check(fn, *args, seed=s)
                 except NoGPUError:
                     ok, status = None, SKIPPED_NO_GPU
-                except DSLUnavailable as exc:
+                except (DSLUnavailable, UnsupportedInput) as exc:  # not here, or not this input: the next shape
                     ok, status = None, f"skipped: {exc}"
                 except AssertionError as exc:
                     text = str(exc).strip().splitlines()

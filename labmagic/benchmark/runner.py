@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 
 from ..dsl import DSLUnavailable
-from ..errors import LabError, NoGPUError
+from ..errors import LabError, NoGPUError, UnsupportedInput
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
@@ -89,13 +89,16 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
     """Check one variant on the race's check shapes; return its worst error as a fraction of the tolerance,
     ``|out - ref| / (atol + rtol * |ref|)`` (at most 1, since it passed; None: no shape to check).
 
-    Raises :class:`CheckFailed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure.
+    Raises :class:`CheckFailed` with the row status (``mismatch``, ``error``, ``needs_gpu``) on failure. A shape
+    the variant refuses by design (:class:`~labmagic.errors.UnsupportedInput`) is passed over; a variant that takes
+    none of them is ``skipped``, with why, rather than timed unchecked.
+
     The reference's output stays alive while the variant runs, and the allocator is poisoned first, so
     an output buffer the variant forgets to write can neither reuse the reference's correct result nor
     read as zeros that happen to be right.
     """
     fn, ref = race.variants[name], race.variants[race.ref]
-    worst = None
+    worst, refused = None, None
     for shape in race.check_shapes if shapes is None else shapes:
         rtol, atol = race.tolerances(shape)
         inputs = _check_inputs(race, shape)
@@ -112,12 +115,17 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
             raise CheckFailed(NEEDS_GPU, str(exc)) from exc
         except DSLUnavailable as exc:  # its DSL is not installed here: a skipped row that says so
             raise CheckFailed(SKIPPED, str(exc)) from exc
+        except UnsupportedInput as exc:  # not an input it takes (a peer's limit): checked on the other shapes
+            refused = refused or f"at {shape_str(shape)}: {exc}"
+            continue
         except Exception as exc:  # noqa: BLE001 - a raising variant is a row, not a crash
             raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
         if not result:
             raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.err_over_tol)
         worst = max(worst or 0.0, result.err_over_tol)
+    if worst is None and refused:
+        raise CheckFailed(SKIPPED, f"takes none of the check shapes ({refused}): not timed unchecked")
     return worst
 
 
@@ -513,7 +521,7 @@ def _failed(row: Row, exc: BaseException, oom_at: dict, shape) -> None:
     if isinstance(exc, NoGPUError):
         row.status, row.error = NEEDS_GPU, str(exc)
         return
-    if isinstance(exc, DSLUnavailable):
+    if isinstance(exc, (DSLUnavailable, UnsupportedInput)):  # not installed, or not an input it takes
         row.status, row.error = SKIPPED, str(exc)
         return
     if _is_oom(exc):

@@ -184,6 +184,27 @@ def test_limits_skip_above_the_size_and_backends_are_inferred():
     assert result.row("cuda_naive", 2**10).backend == "cuda"
 
 
+def test_an_input_a_variant_refuses_by_design_is_skipped_with_why_and_the_rest_is_checked_and_timed():
+    def peer_add(a, b):  # a peer library that takes lengths up to 2**11 only, and says so before running
+        if a.numel() > 2**11:
+            raise labmagic.UnsupportedInput(f"peer_add takes up to 2048 elements, not {a.numel()}")
+        return a + b
+
+    result = bench(race_with(peer_add=peer_add), timer=WallTimer(reps=2))
+    assert status(result, "peer_add", 2**10) == "ok"  # checked on the three check shapes it takes (4099 refused)
+    row = result.row("peer_add", 2**12)
+    assert row.status == "skipped" and row.error == "peer_add takes up to 2048 elements, not 4096"
+    # A variant that takes none of the check shapes is not timed unchecked.
+    result = bench(race_with(peer_none=lambda a, b: (_ for _ in ()).throw(labmagic.UnsupportedInput("never"))),
+                   timer=WallTimer(reps=2))
+    row = result.row("peer_none", 2**10)
+    assert row.status == "skipped" and row.error == "takes none of the check shapes (at 1: never): not timed unchecked"
+    # A plain ArgumentError (a wrong argument, not a documented limit) is still an error.
+    result = bench(race_with(torch_bad=lambda a, b: (_ for _ in ()).throw(labmagic.ArgumentError("bad"))),
+                   timer=WallTimer(reps=2))
+    assert status(result, "torch_bad") == "error"
+
+
 def test_measured_columns_follow_from_the_median():
     result = bench(race_with(torch_copy=lambda a, b: (a + b).clone()), timer=WallTimer(reps=3))
     row = result.row("torch_copy", 2**12)

@@ -48,6 +48,18 @@ def test_every_variant_dtype_and_shape_gets_a_line_with_its_outcome():
     assert "wrong     float64 2x7 MISMATCH: max differs at 2x7" in text and len(text.splitlines()) == 16
 
 
+def test_an_input_a_variant_refuses_by_design_is_skipped_for_that_shape_only():
+    def peer_max(x):
+        if x.shape[1] % 2:
+            raise labmagic.UnsupportedInput(f"peer_max takes even rows, not {x.shape[1]}")
+        return x.abs().amax(-1)
+
+    table = labmagic.check_variants(_check, {"peer_max": peer_max}, [(3, 5), (2, 8)])
+    assert [(line.shape, line.ok, line.status) for line in table.lines] == [
+        ((3, 5), None, "skipped: peer_max takes even rows, not 5"), ((2, 8), True, "ok")]
+    assert table.require() is None
+
+
 def test_require_fails_on_a_mismatch_and_gpu_only_keeps_it_in_the_table_on_a_gpu():
     table = labmagic.check_variants(_check, {"wrong": VARIANTS["wrong"]}, [(3, 5)])
     with pytest.raises(AssertionError, match=r"variants disagree with the reference: wrong 3x5"):
