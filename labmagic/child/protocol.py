@@ -69,15 +69,19 @@ def param_args(params: dict | None) -> list[str]:
     return [arg for name, value in (params or {}).items() for arg in ("-p", f"{check_param_name(name)}={value}")]
 
 
-def child_command(chapter: str, variant: str, shape: str | None, mode: str, iters: int = 1,
-                  params: dict | None = None, race: str | None = None, skip_dsl: bool = False) -> list[str]:
+def child_command(chapter: str, variant: str | None, shape: str | None, mode: str, iters: int = 1,
+                  params: dict | None = None, race: str | None = None, skip_dsl: bool = False,
+                  jobs: str | None = None) -> list[str]:
     """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root).
     ``race``: the race's name in the chapter (default: the one its first ``%bench`` names); ``skip_dsl``: its
-    ``%%dsl`` cells replayed as stand-ins."""
+    ``%%dsl`` cells replayed as stand-ins; ``jobs``: a jobs file (``--mode nsight-time``) instead of a variant."""
     if str(chapter).endswith(".ipynb"):
         chapter = str(Path(chapter).resolve())
-    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--variant", variant,
-           "--mode", mode, "--iters", str(iters)]
+    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", mode, "--iters", str(iters)]
+    if variant is not None:
+        cmd += ["--variant", variant]
+    if jobs is not None:
+        cmd += ["--jobs", jobs]
     if shape:
         cmd += ["--shape", *str(shape).split()]
     return cmd + race_args(race) + param_args(params) + (["--skip-dsl"] if skip_dsl else [])
