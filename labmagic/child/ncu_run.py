@@ -140,18 +140,10 @@ def profile_variant(chapter: str, variant: str, shape: str | None = None, *, sec
     out.parent.mkdir(parents=True, exist_ok=True)
     child = child_command(chapter, variant, shape, "ncu", iters, params, race, skip_dsl)
     cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
-                          env=child_env())
-    log = proc.stdout + proc.stderr
-    record = child_record(proc.stdout)
-    reason = diagnose(log)
-    if reason and "ERR_NVGPUCTRPERM" in reason:
-        raise ProfilerError(reason)
+    log, record, reason, partial = _run(cmd, out, timeout)
     if record and not record.get("ok", False):
         raise ProfilerError(f"the child could not run {variant!r}: {record.get('error')}", detail=log_tail(log))
-    partial = _with_suffix(out, ".ncu-rep")
-    if not partial.exists():
-        raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=log_tail(log))
+    _written(partial, reason, log)
     final = report_path(stem, variant, slug, race=race, shape=record.get("shape") or None)
     report = _with_suffix(final, ".ncu-rep")
     partial.replace(report)
@@ -191,19 +183,11 @@ def profile_variants(chapter: str, variants, shape: str | None = None, *, sectio
         jobs = write_jobs(Path(tmp) / "jobs.json", [(v, dims) for v in variants])
         child = child_command(chapter, None, None, JOBS_MODE, iters, params, race, skip_dsl, jobs=str(jobs))
         cmd = ncu_command(ncu, out, child, section_set, clock_control, extra)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
-                              env=child_env())
-    log = proc.stdout + proc.stderr
-    record = child_record(proc.stdout)
-    reason = diagnose(log)
-    if reason and "ERR_NVGPUCTRPERM" in reason:
-        raise ProfilerError(reason)
+        log, record, reason, partial = _run(cmd, out, timeout)
     if not record.get("ok"):
         raise ProfilerError(f"the child could not replay the chapter: {record.get('error') or reason}",
                             detail=log_tail(log))
-    partial = _with_suffix(out, ".ncu-rep")
-    if not partial.exists():
-        raise ProfilerError(reason or f"ncu wrote no report (exit code {proc.returncode})", detail=log_tail(log))
+    _written(partial, reason, log)
     entries = record.get("jobs") or []
     shapes = {e.get("shape") for e in entries if e.get("shape")}
     final = report_path(stem, variants[0], slug, race=race, shape=shapes.pop() if len(shapes) == 1 else None)
@@ -234,6 +218,24 @@ def profile_variants(chapter: str, variants, shape: str | None = None, *, sectio
         error.results = results
         raise error
     return results
+
+
+def _run(cmd: list[str], out: Path, timeout: float | None) -> tuple[str, dict, str | None, Path]:
+    """Run ``cmd`` (ncu and its child): its output, the child's record, ncu's failure reason if any and where the
+    report goes; a permission failure raised at once (its fix is the message)."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=repo_root(), env=child_env())
+    log = proc.stdout + proc.stderr
+    reason = diagnose(log)
+    if reason and "ERR_NVGPUCTRPERM" in reason:
+        raise ProfilerError(reason)
+    if reason is None and proc.returncode != 0:
+        reason = f"ncu exited with code {proc.returncode}"
+    return log, child_record(proc.stdout), reason, _with_suffix(out, ".ncu-rep")
+
+
+def _written(report: Path, reason: str | None, log: str) -> None:
+    if not report.exists():
+        raise ProfilerError(reason or "ncu wrote no report", detail=log_tail(log))
 
 
 def report_stem(variants: list[str]) -> str:

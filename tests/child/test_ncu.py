@@ -179,53 +179,6 @@ def test_summary_csv_rows():
     assert rows[0]["top_stalls"].startswith("long_scoreboard=14.3")
 
 
-def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
-    """The whole path on CPU: ncu (scripted: the real one needs a GPU) runs the child, which replays
-    the chapter and reports the predicted bytes; the report is read back with --import."""
-    import json
-
-    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in (
-        "%load_ext labmagic\nimport torch, labmagic.benchmark",
-        "race = labmagic.benchmark.Race(chapter='96_neg', variants={'torch': torch.neg}, ref='torch',\n"
-        "    make_inputs=lambda n: (torch.ones(n),), shapes=[(16,), (64,)], nbytes=lambda n: 8 * n)",
-        "%bench race")]
-    nb = tmp_path / "96_neg.ipynb"
-    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    raw = tmp_path / "raw.csv"
-    raw.write_text(RAW)
-    args_file, imports = tmp_path / "args.txt", tmp_path / "imports.txt"
-    fake = tmp_path / "ncu"
-    fake.write_text(f"""#!/bin/sh
-if [ "$1" = "--import" ]; then echo "$@" >> {imports}; cat {raw}; exit 0; fi
-echo "$@" > {args_file}
-while [ "$1" != "-o" ]; do shift; done
-shift; out="$1"; shift
-"$@"
-touch "$out.ncu-rep"
-""")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
-    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
-    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
-    result = profile.profile_variant(str(nb), "torch", slug="test-gpu", iters=2)
-    assert "--profile-from-start off" in args_file.read_text()
-    folder = tmp_path / "results" / "test-gpu" / "profiles" / "96_neg"
-    # Named for the shape the child ran: the race's largest, which only the chapter knew.
-    assert result.report == folder / "torch.64.ncu-rep"
-    assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
-    assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
-    assert (folder / "torch.64.csv").read_text().startswith("kernel,grid,block,duration_s")
-    # The whole raw page too, as ncu printed it in display units: the summary reads base units.
-    assert (folder / "torch.64.raw.csv").read_text() == RAW
-    assert [line.endswith("--print-units base") for line in imports.read_text().splitlines()] == [True, False]
-    # A second shape, in the race named, is a second report: the first one stays.
-    second = profile.profile_variant(str(nb), "torch", "2**4", slug="test-gpu", iters=2, race="race")
-    assert second.report == folder / "torch.race.16.ncu-rep" and second.shape == "16"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "torch.64.csv", "torch.64.ncu-rep", "torch.64.raw.csv",
-        "torch.race.16.csv", "torch.race.16.ncu-rep", "torch.race.16.raw.csv"]
-
-
 def _marked_raw_page(names: list[str]) -> str:
     """:data:`RAW`'s header and units with one row per kernel name, IDs in launch order (a marker is PyTorch's
     ``spin_kernel``, what ``torch.cuda._sleep`` launches)."""
@@ -254,6 +207,41 @@ touch "$out.ncu-rep"
 """)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     return fake, runs, imports
+
+
+def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
+    """The whole path on CPU: ncu (scripted: the real one needs a GPU) runs the child, which replays
+    the chapter and reports the predicted bytes; the report is read back with --import."""
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in (
+        "%load_ext labmagic\nimport torch, labmagic.benchmark",
+        "race = labmagic.benchmark.Race(chapter='96_neg', variants={'torch': torch.neg}, ref='torch',\n"
+        "    make_inputs=lambda n: (torch.ones(n),), shapes=[(16,), (64,)], nbytes=lambda n: 8 * n)",
+        "%bench race")]
+    nb = tmp_path / "96_neg.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    fake, args_file, imports = _scripted_ncu(tmp_path, RAW)
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    result = profile.profile_variant(str(nb), "torch", slug="test-gpu", iters=2)
+    assert "--profile-from-start off" in args_file.read_text()
+    folder = tmp_path / "results" / "test-gpu" / "profiles" / "96_neg"
+    # Named for the shape the child ran: the race's largest, which only the chapter knew.
+    assert result.report == folder / "torch.64.ncu-rep"
+    assert result.chapter == "96_neg" and result.shape == "64" and result.nbytes == 8 * 64
+    assert [k.name for k in result.kernels] == ["vecadd_float4", "vecadd_float4"]
+    assert (folder / "torch.64.csv").read_text().startswith("kernel,grid,block,duration_s")
+    # The whole raw page too, as ncu printed it in display units: the summary reads base units.
+    assert (folder / "torch.64.raw.csv").read_text() == RAW
+    assert [line.endswith("--print-units base") for line in imports.read_text().splitlines()] == [True, False]
+    # A second shape, in the race named, is a second report: the first one stays.
+    second = profile.profile_variant(str(nb), "torch", "2**4", slug="test-gpu", iters=2, race="race")
+    assert second.report == folder / "torch.race.16.ncu-rep" and second.shape == "16"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "torch.64.csv", "torch.64.ncu-rep", "torch.64.raw.csv",
+        "torch.race.16.csv", "torch.race.16.ncu-rep", "torch.race.16.raw.csv"]
 
 
 def _two_variant_chapter(tmp_path) -> Path:
