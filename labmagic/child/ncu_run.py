@@ -42,7 +42,7 @@ from ..tools import find_nsight_tool
 from .ncu_report import KernelProfile, diagnose, parse_raw_csv, summary_rows
 from .ncu_time import MODE as JOBS_MODE
 from .ncu_time import split_calls, write_jobs
-from .protocol import child_command, child_env, child_record, log_tail
+from .protocol import child_command, child_env, child_record, log_tail, parse_shape
 
 #: A shape in a report's name: the CSV's shape key (``4096x4096``), digits and ``x`` only.
 SHAPE_NAME = re.compile(r"[0-9]+(x[0-9]+)*")
@@ -254,8 +254,6 @@ def _dims(shape: str | None) -> tuple[int, ...] | None:
     race's largest."""
     if shape is None:
         return None
-    from .worker import parse_shape
-
     try:
         return parse_shape(str(shape).split())
     except SystemExit as exc:

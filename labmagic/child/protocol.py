@@ -11,6 +11,7 @@ import ast
 import json
 import keyword
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,22 @@ def list_variants(chapter: str, params: dict | None = None, race: str | None = N
         raise LabError(f"could not load chapter {chapter!r}: {record.get('error', 'no answer from the child')}",
                        detail=log_tail(proc.stderr))
     return record
+
+
+def parse_shape(tokens: list[str]) -> tuple[int, ...]:
+    """``["4096"]``, ``["4096", "4096"]``, ``["4096x4096"]``, ``["2**20"]`` -> a tuple of ints."""
+    dims: list[int] = []
+    for token in tokens:
+        for part in token.lower().split("x"):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)\s*\*\*\s*(\d+)(?:\s*([+-])\s*(\d+))?", part)
+            if m:
+                value = int(m.group(1)) ** int(m.group(2))
+                if m.group(3):
+                    value += int(m.group(4)) * (1 if m.group(3) == "+" else -1)
+                dims.append(value)
+            elif part.isdigit():
+                dims.append(int(part))
+            else:
+                raise SystemExit(f"--shape: {token!r} is not a size (4096, 4096x4096, 2**20)")
+    return tuple(dims)
