@@ -246,7 +246,7 @@ def _pct(cell: str) -> float:
 @pytest.mark.parametrize("chapter", ["03_online_softmax", "04_rmsnorm", "05_fused_softmax_rmsnorm"])
 def test_across_gpus_cells_are_the_csv_rows_at_the_labelled_shape_and_dtype(chapter):
     """Read-only, from the repository's own CSVs: the H200 raced 2^28 elements in nine row lengths and two dtypes;
-    each column is one dtype at the squarest shape, and every cell is that row's sol_pct."""
+    each column is one dtype at the squarest shape, and every cell is that row's sol_pct (its status where not ok)."""
     page = results_pages.render(ROOT)
     csv = ROOT / "results" / "nvidia-h200" / "bench" / f"{chapter}.csv"
     rows = catalog.read_bench_csv(csv, ROOT)
@@ -256,6 +256,9 @@ def test_across_gpus_cells_are_the_csv_rows_at_the_labelled_shape_and_dtype(chap
         at = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
         assert set(cells) == set(at["variant"])
         for _, row in at.iterrows():
+            if row["status"] != "ok":  # a peer that failed its check there (05's quack in bf16) shows its status
+                assert cells[row["variant"]] == row["status"], (dtype, row["variant"])
+                continue
             assert _pct(cells[row["variant"]]) == pytest.approx(row["sol_pct"], rel=5e-3), (dtype, row["variant"])
 
 
