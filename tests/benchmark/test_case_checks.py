@@ -68,3 +68,23 @@ def test_the_status_column_lines_up_past_fourteen_characters_of_shape():
 
     check_cases(cases, check, out=lines.append)
     assert lines[0].index("ok,") == lines[1].index("ok,") == len("a ") + len("3x5x1x1x1x1x1x1 ")
+
+
+def test_a_refused_input_is_skipped_a_crash_is_an_error_and_a_tolerated_peer_does_not_fail_the_cell():
+    def refuses(A):
+        raise labmagic.UnsupportedInput("peer takes even rows only")
+
+    def crashes(A):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
+
+    lines = []
+    cases = [("peer", refuses, (3, 5), torch.float32), ("peer", crashes, (4, 4), torch.float32),
+             ("peer fp16", lambda A: A * 3, (2, 2), torch.float32), ("twice", lambda A: A * 2, (3, 5), torch.float32)]
+    rows = check_cases(cases, _check, out=lines.append, tolerate=("peer",))
+    assert [r.status for r in rows] == ["skipped", "error", "mismatch", "ok"]
+    assert lines[0].endswith("skipped: peer takes even rows only")
+    assert lines[1].endswith("ERROR: RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert lines[-1] == "4 checks, 2 mismatches, 2 of them a peer's"
+    with pytest.raises(AssertionError, match=r"\[\('mine', '4x4', 'float32'\)\]") as failed:
+        check_cases([("mine", crashes, (4, 4), torch.float32)], _check, out=lines.append)
+    assert isinstance(failed.value.__cause__, RuntimeError)  # its traceback is kept
