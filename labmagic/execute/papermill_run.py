@@ -6,8 +6,13 @@ temporaries beside those (``.<chapter>.*.ipynb``, ``.<chapter>.*.log``). Only a 
 publishes, and only once everything is written: the notebook must be one (nbformat reads it: a full disk or a kill
 leaves papermill's file cut short), the log whole, the record written beside them; then the three are renamed into
 place. Anything short of that (an interrupt, a full disk, a kill) publishes nothing, so the previous notebook, log
-and record stay as they were, and no record vouches for a file that is not a notebook. ``labmagic sweep``
-(:mod:`labmagic.cli.sweep`) runs many of these, one worker per GPU (:mod:`labmagic.execute.parallel`).
+and record stay as they were, and no record vouches for a file that is not a notebook. An interrupted run (a sweep
+stopped by Ctrl-C or by its time limit on a lent GPU) keeps what it did get to, apart from the published files:
+papermill saves after every cell, so its notebook up to the cell that was running, and its log, move to
+``results/<gpu>/interrupted/`` (the rows its races already wrote are in the CSV; this is the notebook that shows
+their checks and tables), replaced by the next interrupted run of that chapter and vouched for by no record.
+``labmagic sweep`` (:mod:`labmagic.cli.sweep`) runs many of these, one worker per GPU
+(:mod:`labmagic.execute.parallel`).
 """
 
 from __future__ import annotations
@@ -185,10 +190,15 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
     temporaries = [running_notebook, running_log, running_rows]
     try:
         cmd = papermill_command(notebook, running_notebook, size if inject_size else None, timeout)
-        code, last_error, log_error = _execute(cmd, env, notebook, running_log, children, on_cell)
+        try:
+            code, last_error, log_error = _execute(cmd, env, notebook, running_log, children, on_cell)
+        except KeyboardInterrupt:
+            keep_interrupted(running_notebook, running_log, slug, notebook.name)
+            raise
         seconds = time.monotonic() - started
         if children.stopping.is_set():
-            return Outcome(notebook.stem, "interrupted", slug, seconds, gpu=gpu)
+            kept = keep_interrupted(running_notebook, running_log, slug, notebook.name)
+            return Outcome(notebook.stem, "interrupted", slug, seconds, gpu=gpu, notebook=str(kept or ""))
         status = "passed" if code == 0 else "failed"
         error = "" if code == 0 else (last_error or f"papermill exited with status {code}; see {log_path}")
         record = {
@@ -228,6 +238,26 @@ def run_chapter(notebook: Path, slug: str, size: str, *, inject_size: bool, gpu:
         for temporary in temporaries:
             temporary.unlink(missing_ok=True)
     return Outcome(notebook.stem, status, slug, seconds, error, str(output), gpu)
+
+
+def keep_interrupted(running_notebook: Path, running_log: Path, slug: str, name: str) -> Path | None:
+    """Move an interrupted run's notebook (as far as papermill saved it) and log to ``results/<slug>/interrupted/``;
+    return the notebook's new path, or None when there is no readable notebook to keep (nothing is moved then)."""
+    try:
+        executed = running_notebook.read_bytes()
+        if not executed or notebook_problem(executed):
+            return None
+        folder = results_dir(slug) / "interrupted"
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = folder / name
+        _settle(running_notebook)
+        os.replace(running_notebook, kept)
+        if running_log.exists():
+            _settle(running_log)
+            os.replace(running_log, kept.with_suffix(".log"))
+        return kept
+    except OSError:  # a best effort beside the published run: never a reason for the sweep to fail
+        return None
 
 
 def _unpublished(notebook: Path, slug: str, seconds: float, gpu: str | None, why: str) -> Outcome:

@@ -25,14 +25,17 @@ from .papermill_run import STOP_GRACE_S, Children, Outcome, run_chapter, write_r
 class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C once its running chapters had stopped; their previous results stand untouched."""
 
-    def __init__(self, interrupted: list[str], not_started: list[str], outcomes: list[Outcome]):
+    def __init__(self, interrupted: list[str], not_started: list[str], outcomes: list[Outcome],
+                 kept: list[str] | None = None):
         self.interrupted, self.not_started, self.outcomes = interrupted, not_started, outcomes
+        self.kept = kept or []  # the interrupted runs' notebooks as far as they got (papermill_run.keep_interrupted)
         super().__init__(interrupted, not_started)
 
     def __str__(self) -> str:
         stopped = ", ".join(self.interrupted) or "no chapter was running"
         return (f"sweep interrupted: {stopped} (previous notebook, log and record kept); "
-                f"{len(self.not_started)} chapter(s) not started, {len(self.outcomes)} finished")
+                f"{len(self.not_started)} chapter(s) not started, {len(self.outcomes)} finished"
+                + (f"; what ran before the stop: {', '.join(self.kept)}" if self.kept else ""))
 
 
 def parse_gpus(spec: str | None) -> list[str | None]:
@@ -159,7 +162,8 @@ def sweep(chapters: list[Path], *, size: str = "full", inject_size: bool = False
         with lock:
             stopped = [o.chapter for o in outcomes if o.status == "interrupted"] + list(running)
             finished = [o for o in outcomes if o.status != "interrupted"]
-        raise SweepInterrupted(stopped, [nb.stem for nb in _drain(todo)], finished) from None
+            kept = [o.notebook for o in outcomes if o.status == "interrupted" and o.notebook]
+        raise SweepInterrupted(stopped, [nb.stem for nb in _drain(todo)], finished, kept) from None
     finally:
         if progress:
             progress.close()

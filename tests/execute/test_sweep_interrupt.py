@@ -2,7 +2,8 @@
 
 Ctrl-C (to the sweep, or to its whole process group as a terminal sends it) or SIGTERM stops the running chapters:
 their papermill and kernel are gone when ``labmagic sweep`` exits with 130, the previous notebook, log and record
-are byte for byte what they were, no temporary is left, and the next sweep runs the chapter again. A record vouches
+are byte for byte what they were, no temporary is left, and the next sweep runs the chapter again. What the run got
+to (its notebook as papermill last saved it, and its log) is kept apart, in ``results/<gpu>/interrupted/``. A record vouches
 for one executed notebook, so ``up_to_date`` is not fooled by a notebook written over it afterwards.
 """
 
@@ -133,6 +134,14 @@ def test_an_interrupted_sweep_keeps_the_previous_run_and_leaves_nothing_running(
     assert len(said) == 1 and all(c in said[0] for c in chapters), err[-3000:]
     assert "Traceback" not in err
     assert _snapshot(notebooks) == before  # notebook, log and record untouched; no temporaries left
+    # What ran before the stop is kept apart, for the record of a run cut short: every cell papermill saved.
+    interrupted = tiny_repo / "results" / "cpu" / "interrupted"
+    for chapter in chapters:
+        kept = json.loads((interrupted / f"{chapter}.ipynb").read_text())
+        assert any("fast part" in "".join(o.get("text", "")) for c in kept["cells"] for o in c.get("outputs", []))
+        assert "slow cell starts" in (interrupted / f"{chapter}.log").read_text()
+        assert str(interrupted / f"{chapter}.ipynb") in said[0]
+    assert not [p.name for p in interrupted.iterdir() if p.name.startswith(".")]
 
     flag.unlink()
     capsys.readouterr()
@@ -177,6 +186,7 @@ def test_run_chapter_interrupted_in_the_main_thread_stops_its_child(tiny_repo, t
     assert any("ipykernel" in cmd for cmd in children.values()), children
     assert not survivors, [children[p] for p in survivors]
     assert _snapshot(notebooks) == before
+    assert "slow cell starts" in (tiny_repo / "results" / "cpu" / "interrupted" / "01_alpha.log").read_text()
 
 
 #: A stand-in for papermill: it starts a "kernel" in a session of its own (as jupyter_client does) that ignores
