@@ -4,8 +4,8 @@ kernels: which are installed, which can run here, and why not.
 Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all); the peers (``torchao``,
 ``gemlite``: the int8 linears serving stacks call; ``flashinfer`` and ``fa3``, FlashAttention 3's Hopper forward;
 ``quack`` and ``liger``, the memory-bound kernels people deploy) are one extra, ``.[peers]``, which CI does not
-install. A chapter
-writes its variants for a DSL, or over a peer's API, in a ``%%dsl NAME`` cell (:mod:`labmagic.magics.dsl_magic`).
+install. A chapter writes its variants for a DSL, or over a peer's API, in a ``%%dsl NAME`` cell
+(:mod:`labmagic.magics.dsl_magic`).
 Where the DSL cannot run, the cell is skipped and each variant it names becomes an :func:`unavailable` stand-in that
 raises the reason: a race records :class:`DSLUnavailable` (not installed, or it fails to import) as a ``skipped`` row
 and :class:`NoGPUError` as ``needs_gpu``, never as a failed chapter.

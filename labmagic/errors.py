@@ -55,3 +55,9 @@ def one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     detail = getattr(exc, "detail", "")
     return f"{text}\n{detail.rstrip()}" if detail else text
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line`` of an exception a variant raised, for a row or a check line (at most 300 characters)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

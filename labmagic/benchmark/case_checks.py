@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dsl import DSLUnavailable
-from ..errors import NoGPUError, UnsupportedInput
+from ..errors import NoGPUError, UnsupportedInput, describe
 
 #: A case: (name shown, variant, shape, dtype).
 Case = tuple[str, Callable, Sequence[int], Any]
@@ -68,6 +68,7 @@ def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
     swidth = max([14, *map(len, shape_texts)])
     for i, ((name, fn, shape, dtype), shape_text) in enumerate(zip(cases, shape_texts, strict=True)):
         dtype_text = str(dtype).removeprefix("torch.")
+        error = None
         try:
             status, text = "ok", f"ok, max abs err {_error_text(check(fn, *shape, seed=seed(i), dtype=dtype))}"
         except NoGPUError:
@@ -79,11 +80,10 @@ def check_cases(cases: Iterable[Case], check: Callable[..., Any], *,
         except AssertionError as exc:
             status, text = "mismatch", f"MISMATCH: {_mismatch_text(exc)}"
         except Exception as exc:  # noqa: BLE001 - a crashing variant is a row, not the end of the table
-            lines = str(exc).strip().splitlines()
-            status, text = "error", f"ERROR: {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
-            cause = cause if cause is not None or name.split()[0] in tolerate else exc
+            status, text, error = "error", f"ERROR: {describe(exc)}", exc
         if status in ("mismatch", "error") and name.split()[0] not in tolerate:
             failures.append((name, shape_text, dtype_text))
+            cause = cause or error  # the first exception of a failure that counts, for the traceback
         rows.append(CaseRow(name, shape_text, dtype_text, status, text))
         if status != "ok" or show is None or show(i, name):
             out(f"{name:<{width}} {shape_text:<{swidth}} {text}")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..dsl import DSLUnavailable
-from ..errors import LabError, NoGPUError, UnsupportedInput
+from ..errors import LabError, NoGPUError, UnsupportedInput, describe
 from ..store.schema import shape_str
 
 SKIPPED_NO_GPU = "needs a GPU: skipped"
@@ -127,8 +127,7 @@ def check_variants(check: Callable, variants: Mapping[str, Callable], shapes: It
                     text = str(exc).strip().splitlines()
                     ok, status = False, "MISMATCH: " + (text[0] if text else "the check failed")
                 except Exception as exc:  # noqa: BLE001 - a crashing variant is a line, not the end of the table
-                    text = str(exc).strip().splitlines()
-                    ok, status, error = False, f"ERROR: {type(exc).__name__}" + (f": {text[0]}" if text else ""), exc
+                    ok, status, error = False, f"ERROR: {describe(exc)}", exc
                 else:
                     ok, status = True, passed(value) if passed else "ok"
                 table.lines.append(CheckLine(name, _dtype_name(dtype), shape, ok, status, error))

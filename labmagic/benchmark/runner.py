@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 
 from ..dsl import DSLUnavailable
-from ..errors import LabError, NoGPUError, UnsupportedInput
+from ..errors import LabError, NoGPUError, UnsupportedInput, describe
 from ..runtime import device_slug, gpu_name, has_gpu
 from ..store import manifest
 from ..store.schema import ERROR, MISMATCH, NEEDS_GPU, OK, OOM, PREDICTED, SKIPPED, Row, shape_str, shape_tuple
@@ -70,11 +70,6 @@ def _is_oom(exc: BaseException) -> bool:
     return "outofmemory" in text or "out of memory" in text or "resource_exhausted" in text
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
 def _out_nbytes(out) -> int:
     if isinstance(out, (tuple, list)):
         return sum(_out_nbytes(part) for part in out)
@@ -105,7 +100,7 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
         try:
             expected = ref(*inputs)
         except Exception as exc:  # noqa: BLE001
-            raise CheckFailed(ERROR, f"reference {race.ref!r} failed at {shape_str(shape)}: {_describe(exc)}",
+            raise CheckFailed(ERROR, f"reference {race.ref!r} failed at {shape_str(shape)}: {describe(exc)}",
                               shape) from exc
         checks.poison_allocator(_out_nbytes(expected), checks.to_torch(inputs[0]).device
                                 if inputs and hasattr(inputs[0], "device") else "cpu")
@@ -119,7 +114,7 @@ def check_variant(race: Race, name: str, shapes: Sequence[tuple[int, ...]] | Non
             refused = refused or f"at {shape_str(shape)}: {exc}"
             continue
         except Exception as exc:  # noqa: BLE001 - a raising variant is a row, not a crash
-            raise CheckFailed(ERROR, f"at {shape_str(shape)}: {_describe(exc)}", shape) from exc
+            raise CheckFailed(ERROR, f"at {shape_str(shape)}: {describe(exc)}", shape) from exc
         result = checks.compare(out, expected, rtol, atol)
         if not result:
             raise CheckFailed(MISMATCH, f"at {shape_str(shape)}: {result.reason}", shape, result.err_over_tol)
@@ -134,7 +129,7 @@ def _check_inputs(race: Race, shape: tuple[int, ...]) -> tuple:
     try:
         return race.make_inputs(*shape)
     except Exception as exc:  # noqa: BLE001
-        raise CheckFailed(ERROR, f"making inputs at {shape_str(shape)}: {_describe(exc)}", shape) from exc
+        raise CheckFailed(ERROR, f"making inputs at {shape_str(shape)}: {describe(exc)}", shape) from exc
 
 
 def recheck(race: Race, output, inputs: tuple, shape: Sequence[int] | str) -> checks.CheckResult:
@@ -202,7 +197,7 @@ def _host_figures(timer, fn, input_sets: list[tuple], row: Row) -> None:
     try:
         figures = host(fn, input_sets, row.ms_median)
     except Exception as exc:  # noqa: BLE001 - the device time stands; only the host figures are missing
-        row.error = "; ".join(part for part in (row.error, f"host timing failed: {_describe(exc)}") if part)
+        row.error = "; ".join(part for part in (row.error, f"host timing failed: {describe(exc)}") if part)
         return
     finally:
         manifest.note_host_seconds(time.perf_counter() - started)  # what they cost the sweep, in its record
@@ -436,7 +431,7 @@ def _shape_rows(race: Race, shape, names, verdicts, *, measured, check, timer, s
         work_error = ""
     except Exception as exc:  # noqa: BLE001 - the race's own formula failing is this shape's rows, not a crash
         flops = nbytes = None
-        work_error = f"flops/nbytes at {shape_str(shape)}: {_describe(exc)}"
+        work_error = f"flops/nbytes at {shape_str(shape)}: {describe(exc)}"
     shape_rows = {}
     for name in names:
         backend = race.backend(name)
@@ -498,7 +493,7 @@ def _run_shape(race: Race, shape, names, shape_rows: dict[str, Row], timer, oom_
     except Exception as exc:  # noqa: BLE001
         status = OOM if _is_oom(exc) else ERROR
         for n in todo:
-            shape_rows[n].status, shape_rows[n].error = status, f"making inputs: {_describe(exc)}"
+            shape_rows[n].status, shape_rows[n].error = status, f"making inputs: {describe(exc)}"
             if status == OOM:
                 oom_at[n] = shape_str(shape)
         _release()
@@ -525,10 +520,10 @@ def _failed(row: Row, exc: BaseException, oom_at: dict, shape) -> None:
         row.status, row.error = SKIPPED, str(exc)
         return
     if _is_oom(exc):
-        row.status, row.error = OOM, _describe(exc)
+        row.status, row.error = OOM, describe(exc)
         oom_at[row.variant] = shape_str(shape)
     else:
-        row.status, row.error = ERROR, _describe(exc)
+        row.status, row.error = ERROR, describe(exc)
     _release()
 
 
