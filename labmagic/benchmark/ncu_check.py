@@ -32,15 +32,14 @@ import io
 import math
 import statistics
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..child.ncu_report import KernelProfile, diagnose, parse_raw_csv
 from ..child.ncu_run import find_ncu
-from ..child.ncu_time import MARKER_KERNEL, MODE, write_jobs
-from ..child.protocol import child_env, child_record, log_tail, param_args
+from ..child.ncu_time import MODE, split_calls, write_jobs
+from ..child.protocol import child_command, child_env, child_record, log_tail
 from ..errors import LabError
 from ..paths import atomic_write, chapter_path, check_chapter_name, repo_root, results_dir
 from ..runtime import has_gpu, require_gpu
@@ -137,31 +136,6 @@ class NsightCheck:
 
 # -- reading ncu's rows back into calls ------------------------------------------------------------------
 
-def is_marker(kernel: KernelProfile) -> bool:
-    return MARKER_KERNEL in kernel.name
-
-
-def split_calls(kernels: list[KernelProfile], jobs: list[dict]) -> list[list[list[KernelProfile]]]:
-    """Per job of the child's record, its calls, each the kernels launched between two of its markers.
-
-    ``jobs`` are the record's entries in order, each with the ``markers`` it launched (``calls + 1`` when it
-    finished); kernels outside every job's markers (none, when profiling started and stopped around them) are left
-    out. A marker count that differs from the record's is a :class:`LabError`: attribution would be guesswork.
-    """
-    ordered = sorted(kernels, key=lambda k: k.id)
-    at = [i for i, k in enumerate(ordered) if is_marker(k)]
-    expected = sum(int(job.get("markers", 0)) for job in jobs)
-    if len(at) != expected:
-        raise LabError(f"ncu profiled {len(at)} marker kernels ({MARKER_KERNEL}) where the child launched {expected}: "
-                       "cannot tell which kernels belong to which call")
-    out, used = [], 0
-    for job in jobs:
-        mine = at[used:used + int(job.get("markers", 0))]
-        used += len(mine)
-        out.append([ordered[a + 1:b] for a, b in zip(mine, mine[1:])])
-    return out
-
-
 def call_ms(call: list[KernelProfile]) -> float | None:
     """A call's Nsight time: the sum of its kernels' ``gpu__time_duration.sum``, in ms (None: a kernel lacks it)."""
     durations = [k.duration_s for k in call]
@@ -199,11 +173,6 @@ def ncu_time_command(ncu: str, log_file: str, child: list[str]) -> list[str]:
             "--metrics", METRIC, "--csv", "--page", "raw", "--print-units", "base", "--log-file", log_file, *child]
 
 
-def child_jobs_command(notebook: str, jobs_file: str, iters: int, params: dict | None = None) -> list[str]:
-    return [sys.executable, "-m", "labmagic.child", "--chapter", notebook, "--mode", MODE, "--jobs", jobs_file,
-            "--iters", str(iters), *param_args(params)]
-
-
 def timed_rows(result: BenchResult) -> list[NsightRow]:
     """A row to cross-check per row of ``result`` that the events timed."""
     return [NsightRow(r.variant, r.shape, r.dtype, r.ms_median) for r in result.rows
@@ -230,7 +199,8 @@ def cross_check(race: Race, result: BenchResult, iters: int = 10, *, params: dic
     with tempfile.TemporaryDirectory(prefix="labmagic-nsight-") as tmp:
         jobs = write_jobs(Path(tmp) / "jobs.json", [(r.variant, r.shape) for r in rows])
         log_file = Path(tmp) / "ncu.csv"
-        check.command = ncu_time_command(ncu, str(log_file), child_jobs_command(notebook, str(jobs), iters, params))
+        child = child_command(notebook, None, None, MODE, iters, params, jobs=str(jobs))
+        check.command = ncu_time_command(ncu, str(log_file), child)
         try:
             proc = subprocess.run(check.command, capture_output=True, text=True, timeout=timeout, cwd=repo_root(),
                                   env=child_env())

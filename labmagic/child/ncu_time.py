@@ -10,17 +10,24 @@ and one closing marker. The marker is ``torch.cuda._sleep(1)``, one launch of Py
 (:data:`MARKER_KERNEL`), a kernel no variant launches, so in ncu's launch-ordered rows the kernels between two
 markers are exactly one call's (a JAX variant's too: the synchronize waits for JAX's own streams before the next
 marker is launched). The parent (:mod:`labmagic.benchmark.ncu_check`) re-reads that layout from the record this
-returns: per job, how many markers and calls it launched, or the error that stopped it.
+returns: per job, how many markers and calls it launched, or the error that stopped it. ``%ncu`` of several variants
+(:func:`labmagic.child.ncu_run.profile_variants`) runs the same mode under a full section set, so that one replay
+of the chapter serves every variant of the cell; :func:`split_calls` gives each job its kernels back.
+
+A job may leave out its shape: it then runs at the race's largest (what ``%ncu`` profiles by default, and what only
+the chapter knows). Each job's entry carries its shape as run and the race's predicted bytes and FLOPs there.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ..errors import LabError
 from ..store.schema import shape_dims, shape_str
 from ..timing import block_until_ready
+from .ncu_report import KernelProfile
 from .replay import variant_and_inputs
 
 #: Name (a substring of ncu's "Kernel Name") of the kernel that ``torch.cuda._sleep`` launches: the call separator.
@@ -31,15 +38,18 @@ MODE = "nsight-time"
 
 
 def write_jobs(path: Path | str, jobs) -> Path:
-    """The jobs file the child reads: ``[{"variant": "cuda_float4", "shape": "4096x4096"}, ...]``."""
+    """The jobs file the child reads: ``[{"variant": "cuda_float4", "shape": "4096x4096"}, ...]``; a shape of None
+    is left out (the race's largest)."""
     path = Path(path)
-    path.write_text(json.dumps([{"variant": v, "shape": s if isinstance(s, str) else shape_str(s)}
+    path.write_text(json.dumps([{"variant": v} if s is None else
+                                {"variant": v, "shape": s if isinstance(s, str) else shape_str(s)}
                                 for v, s in jobs]))
     return path
 
 
-def read_jobs(path: Path | str) -> list[tuple[str, tuple[int, ...]]]:
-    """(variant, shape) of each job in a jobs file, in its order; a :class:`LabError` naming the first bad entry."""
+def read_jobs(path: Path | str) -> list[tuple[str, tuple[int, ...] | None]]:
+    """(variant, shape) of each job in a jobs file, in its order (shape None where the job names none: the race's
+    largest); a :class:`LabError` naming the first bad entry."""
     if not path:
         raise LabError(f"--mode {MODE} needs --jobs FILE (a JSON list of {{'variant': ..., 'shape': ...}})")
     try:
@@ -53,10 +63,36 @@ def read_jobs(path: Path | str) -> list[tuple[str, tuple[int, ...]]]:
         variant = item.get("variant") if isinstance(item, dict) else None
         shape = item.get("shape") if isinstance(item, dict) else None
         dims = shape_dims(shape) if isinstance(shape, str) else []
-        if not isinstance(variant, str) or not variant or not dims or min(dims) <= 0:
-            raise LabError(f"--jobs {path}: job {i} is {item!r}; expected {{'variant': NAME, 'shape': '4096x4096'}}")
-        jobs.append((variant, tuple(dims)))
+        if not isinstance(variant, str) or not variant or (shape is not None and (not dims or min(dims) <= 0)):
+            raise LabError(f"--jobs {path}: job {i} is {item!r}; expected {{'variant': NAME, 'shape': '4096x4096'}}"
+                           " (or no shape: the race's largest)")
+        jobs.append((variant, tuple(dims) if shape is not None else None))
     return jobs
+
+
+def is_marker(kernel: KernelProfile) -> bool:
+    return MARKER_KERNEL in kernel.name
+
+
+def split_calls(kernels: list[KernelProfile], jobs: list[dict]) -> list[list[list[KernelProfile]]]:
+    """Per job of the child's record, its calls, each the kernels launched between two of its markers.
+
+    ``jobs`` are the record's entries in order, each with the ``markers`` it launched (``calls + 1`` when it
+    finished); kernels outside every job's markers (none, when profiling started and stopped around them) are left
+    out. A marker count that differs from the record's is a :class:`LabError`: attribution would be guesswork.
+    """
+    ordered = sorted(kernels, key=lambda k: k.id)
+    at = [i for i, k in enumerate(ordered) if is_marker(k)]
+    expected = sum(int(job.get("markers", 0)) for job in jobs)
+    if len(at) != expected:
+        raise LabError(f"ncu profiled {len(at)} marker kernels ({MARKER_KERNEL}) where the child launched {expected}: "
+                       "cannot tell which kernels belong to which call")
+    out, used = [], 0
+    for job in jobs:
+        mine = at[used:used + int(job.get("markers", 0))]
+        used += len(mine)
+        out.append([ordered[a + 1:b] for a, b in zip(mine, mine[1:])])
+    return out
 
 
 def _cuda():
@@ -103,16 +139,31 @@ def time_job(race, variant: str, shape: tuple[int, ...], iters: int, warmup: int
             torch.cuda.profiler.stop()
 
 
-def time_jobs(race, jobs: list[tuple[str, tuple[int, ...]]], iters: int, warmup: int) -> dict:
+def largest_shape(race) -> tuple[int, ...]:
+    """The race's largest shape (by element count): what a job without a shape runs, as ``%ncu`` does."""
+    if not race.shapes:
+        raise LabError("the job names no shape and the race declares none")
+    return tuple(max(race.shapes, key=math.prod))
+
+
+def predicted(race, shape: tuple[int, ...]) -> dict[str, float | None]:
+    """The race's predicted bytes and FLOPs per call at ``shape`` (None where it predicts none)."""
+    flops, nbytes = getattr(race, "flops", None), getattr(race, "nbytes", None)
+    return {"flops": float(flops(*shape)) if flops else None, "nbytes": float(nbytes(*shape)) if nbytes else None}
+
+
+def time_jobs(race, jobs: list[tuple[str, tuple[int, ...] | None]], iters: int, warmup: int) -> dict:
     """Run every job in order (see the module docstring); the record for the parent. A job that raises is an
     ``error`` in its entry, and the next job runs."""
     if iters < 1:
         raise LabError(f"--iters must be at least 1 for --mode {MODE}, not {iters}")
     record: dict = {"chapter": race.chapter, "mode": MODE, "iters": iters, "marker": MARKER_KERNEL, "jobs": []}
     for variant, shape in jobs:
-        entry = {"variant": variant, "shape": shape_str(shape), "markers": 0, "calls": 0}
+        entry = {"variant": variant, "shape": "", "markers": 0, "calls": 0}
         record["jobs"].append(entry)
         try:
+            shape = shape or largest_shape(race)
+            entry.update(shape=shape_str(shape), **predicted(race, shape))
             time_job(race, variant, shape, iters, warmup, entry)
         except Exception as exc:  # noqa: BLE001 - one job's failure is its entry's error, not the end of the list
             lines = str(exc).strip().splitlines()

@@ -11,6 +11,7 @@ import ast
 import json
 import keyword
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,15 +70,19 @@ def param_args(params: dict | None) -> list[str]:
     return [arg for name, value in (params or {}).items() for arg in ("-p", f"{check_param_name(name)}={value}")]
 
 
-def child_command(chapter: str, variant: str, shape: str | None, mode: str, iters: int = 1,
-                  params: dict | None = None, race: str | None = None, skip_dsl: bool = False) -> list[str]:
+def child_command(chapter: str, variant: str | None, shape: str | None, mode: str, iters: int = 1,
+                  params: dict | None = None, race: str | None = None, skip_dsl: bool = False,
+                  jobs: str | None = None) -> list[str]:
     """``python -m labmagic.child ...``; a notebook path is made absolute (the child runs at the repo root).
     ``race``: the race's name in the chapter (default: the one its first ``%bench`` names); ``skip_dsl``: its
-    ``%%dsl`` cells replayed as stand-ins."""
+    ``%%dsl`` cells replayed as stand-ins; ``jobs``: a jobs file (``--mode nsight-time``) instead of a variant."""
     if str(chapter).endswith(".ipynb"):
         chapter = str(Path(chapter).resolve())
-    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--variant", variant,
-           "--mode", mode, "--iters", str(iters)]
+    cmd = [sys.executable, "-m", "labmagic.child", "--chapter", str(chapter), "--mode", mode, "--iters", str(iters)]
+    if variant is not None:
+        cmd += ["--variant", variant]
+    if jobs is not None:
+        cmd += ["--jobs", jobs]
     if shape:
         cmd += ["--shape", *str(shape).split()]
     return cmd + race_args(race) + param_args(params) + (["--skip-dsl"] if skip_dsl else [])
@@ -125,3 +130,22 @@ def list_variants(chapter: str, params: dict | None = None, race: str | None = N
         raise LabError(f"could not load chapter {chapter!r}: {record.get('error', 'no answer from the child')}",
                        detail=log_tail(proc.stderr))
     return record
+
+
+def parse_shape(tokens: list[str]) -> tuple[int, ...]:
+    """``["4096"]``, ``["4096", "4096"]``, ``["4096x4096"]``, ``["2**20"]`` -> a tuple of ints."""
+    dims: list[int] = []
+    for token in tokens:
+        for part in token.lower().split("x"):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)\s*\*\*\s*(\d+)(?:\s*([+-])\s*(\d+))?", part)
+            if m:
+                value = int(m.group(1)) ** int(m.group(2))
+                if m.group(3):
+                    value += int(m.group(4)) * (1 if m.group(3) == "+" else -1)
+                dims.append(value)
+            elif part.isdigit():
+                dims.append(int(part))
+            else:
+                raise SystemExit(f"--shape: {token!r} is not a size (4096, 4096x4096, 2**20)")
+    return tuple(dims)

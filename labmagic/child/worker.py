@@ -27,32 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import traceback
 
 from ..store.schema import shape_str
-from .protocol import MARKER, param_arg, parse_params
+from .protocol import MARKER, param_arg, parse_params, parse_shape
 from .replay import variant_and_inputs
-
-
-def parse_shape(tokens: list[str]) -> tuple[int, ...]:
-    """``["4096"]``, ``["4096", "4096"]``, ``["4096x4096"]``, ``["2**20"]`` -> a tuple of ints."""
-    dims: list[int] = []
-    for token in tokens:
-        for part in token.lower().split("x"):
-            part = part.strip()
-            m = re.fullmatch(r"(\d+)\s*\*\*\s*(\d+)(?:\s*([+-])\s*(\d+))?", part)
-            if m:
-                value = int(m.group(1)) ** int(m.group(2))
-                if m.group(3):
-                    value += int(m.group(4)) * (1 if m.group(3) == "+" else -1)
-                dims.append(value)
-            elif part.isdigit():
-                dims.append(int(part))
-            else:
-                raise SystemExit(f"--shape: {token!r} is not a size (4096, 4096x4096, 2**20)")
-    return tuple(dims)
 
 
 def synchronize(out) -> None:

@@ -24,9 +24,8 @@ import tempfile
 from pathlib import Path
 
 from ..benchmark.chapter_bench import MODE, BenchSpec
-from ..child.protocol import child_env, child_record, log_tail, param_arg, param_args, parse_params
+from ..child.protocol import child_env, child_record, log_tail, param_arg, param_args, parse_params, parse_shape
 from ..child.replay import benched_races
-from ..child.worker import parse_shape
 from ..errors import LabError
 from ..paths import chapter_path, check_race_name, check_variant_name, repo_root
 from ..store.schema import shape_str

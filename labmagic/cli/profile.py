@@ -1,10 +1,10 @@
-"""``labmagic profile CHAPTER``: each variant under Nsight Compute (:mod:`labmagic.child.ncu_run`)."""
+"""``labmagic profile CHAPTER``: the variants under Nsight Compute, in one child (:mod:`labmagic.child.ncu_run`)."""
 
 from __future__ import annotations
 
 import sys
 
-from ..child.ncu_run import ProfilerError, find_ncu, profile_variant
+from ..child.ncu_run import ProfilerError, find_ncu, profile_variants
 from ..runtime import require_gpu
 from .chapter_args import add_chapter_arguments, chapter_variants
 
@@ -21,16 +21,17 @@ def run(args) -> int:
     require_gpu("labmagic profile")
     find_ncu()
     params, variants = chapter_variants(args)
-    failed = 0
-    for variant in variants:
-        try:
-            result = profile_variant(args.chapter, variant, args.shape, section_set=args.section_set,
-                                     clock_control=args.clock_control, iters=args.iters, params=params, race=args.race)
-        except ProfilerError as exc:
-            if "ERR_NVGPUCTRPERM" in str(exc):
-                raise
-            print(f"{variant}: {exc}", file=sys.stderr)
-            failed += 1
-            continue
+    try:
+        results = profile_variants(args.chapter, variants, args.shape, section_set=args.section_set,
+                                   clock_control=args.clock_control, iters=args.iters, params=params, race=args.race)
+        error = None
+    except ProfilerError as exc:
+        if "ERR_NVGPUCTRPERM" in str(exc):
+            raise
+        results, error = exc.results, exc
+    for result in results:
         print(repr(result) + "\n")  # its last line names the report
-    return 1 if failed else 0
+    if error is not None:
+        print(str(error), file=sys.stderr)
+        return 1
+    return 0

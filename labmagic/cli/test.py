@@ -8,8 +8,7 @@ rather than one record per variant, so a child would only add a second Python st
 
 from __future__ import annotations
 
-from ..child.protocol import parse_params
-from ..child.worker import parse_shape
+from ..child.protocol import parse_params, parse_shape
 from ..errors import LabError
 from .chapter_args import add_chapter_arguments
 

@@ -104,21 +104,21 @@ class ExplainMagics(Magics):
     def ncu(self, line: str):
         """Profile variants with Nsight Compute in a child process; show each kernel's summary.
 
-        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>[.<race>].<shape>.ncu-rep, beside
-        it the summary (.csv) and the whole raw metric page (.raw.csv), small enough to commit where the report is not.
+        The full report is saved as results/<gpu>/profiles/<chapter>/<variant>[.<race>].<shape>.ncu-rep (one report
+        for several variants, profiled in one child: <v1>-<v2>[.<race>].<shape>.ncu-rep), beside it each variant's
+        summary (.csv) and whole raw metric page (.raw.csv), small enough to commit where the report is not.
         """
-        from ..child.ncu_run import profile_variant
+        from ..child.ncu_run import profile_variants
 
         args = parse_argstring(self.ncu, line)
         params = _checked(args)
         if self._no_gpu("%ncu"):
             return None
         chapter, variants = self._chapter_and_variants(args)
-        results = ResultList(
-            profile_variant(chapter, v, args.shape, section_set=args.section_set or self.ncu_set,
-                            clock_control=args.clock_control or self.clock_control,
-                            iters=args.iters or self.iters, params=params, race=args.race, skip_dsl=args.skip_dsl)
-            for v in variants)
+        results = ResultList(profile_variants(
+            chapter, variants, args.shape, section_set=args.section_set or self.ncu_set,
+            clock_control=args.clock_control or self.clock_control, iters=args.iters or self.iters, params=params,
+            race=args.race, skip_dsl=args.skip_dsl))
         return results[0] if len(results) == 1 else results
 
     @magic_arguments()

@@ -259,15 +259,17 @@ def test_sweep_timer_nsight_sets_the_env_var_the_chapters_read(monkeypatch, caps
 # -- the child's mode ----------------------------------------------------------------------------------------
 
 def test_jobs_round_trip_in_order(tmp_path):
-    path = write_jobs(tmp_path / "jobs.json", [("cuda_float4", (4096, 4096)), ("pallas", "2048"), ("torch", (7,))])
-    assert read_jobs(path) == [("cuda_float4", (4096, 4096)), ("pallas", (2048,)), ("torch", (7,))]
+    path = write_jobs(tmp_path / "jobs.json", [("cuda_float4", (4096, 4096)), ("pallas", "2048"), ("torch", (7,)),
+                                               ("triton", None)])
+    # A job without a shape runs at the race's largest (what %ncu of several variants asks for by default).
+    assert read_jobs(path) == [("cuda_float4", (4096, 4096)), ("pallas", (2048,)), ("torch", (7,)), ("triton", None)]
 
 
 @pytest.mark.parametrize("content, said", [
     ("not json", "cannot read a JSON list"),
     ("[]", "non-empty JSON list"),
     ('{"variant": "torch", "shape": "8"}', "non-empty JSON list"),
-    ('[{"variant": "torch", "shape": "8"}, {"variant": "torch"}]', "job 1 is"),
+    ('[{"variant": "torch", "shape": "8"}, {"variant": "torch", "shape": 8}]', "job 1 is"),
     ('[{"variant": "torch", "shape": "8xfour"}]', "job 0 is"),
     ('[{"variant": "torch", "shape": "0"}]', "job 0 is"),
     ('[{"variant": "", "shape": "8"}]', "job 0 is"),
@@ -290,11 +292,12 @@ def test_the_child_mode_runs_every_job_in_order_and_reports_each(tmp_path):
                    "def broken(x):\n    raise RuntimeError('planted failure')\n\n"
                    "race = labmagic.benchmark.Race(chapter='98_nsight', ref='torch',\n"
                    "    variants={'torch': lambda x: x + x, 'doubled': doubled, 'broken': broken},\n"
-                   "    make_inputs=lambda n: (torch.randn(n),), shapes=[(64,)])"),
+                   "    make_inputs=lambda n: (torch.randn(n),), shapes=[(8,), (64,)], nbytes=lambda n: 8 * n)"),
              _cell("%bench race --nsight")]
     notebook = tmp_path / "98_nsight.ipynb"
     notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    jobs = write_jobs(tmp_path / "jobs.json", [("doubled", "16"), ("broken", "16"), ("nope", "8"), ("torch", "32")])
+    jobs = write_jobs(tmp_path / "jobs.json", [("doubled", "16"), ("broken", "16"), ("nope", "8"), ("torch", "32"),
+                                               ("doubled", None)])
     proc = subprocess.run([sys.executable, "-m", "labmagic.child", "--chapter", str(notebook), "--mode",
                            "nsight-time", "--jobs", str(jobs), "--iters", "3", "--warmup", "1"],
                           capture_output=True, text=True, env=child_env(), timeout=300)
@@ -302,11 +305,13 @@ def test_the_child_mode_runs_every_job_in_order_and_reports_each(tmp_path):
     assert record.get("ok") is True, proc.stderr[-2000:]
     assert (record["mode"], record["iters"], record["marker"]) == ("nsight-time", 3, "spin_kernel")
     entries = [(j["variant"], j["shape"], j["calls"], "error" in j) for j in record["jobs"]]
+    # The job without a shape ran at the race's largest (64), as %ncu does by default.
     assert entries == [("doubled", "16", 3, False), ("broken", "16", 0, True), ("nope", "8", 0, True),
-                       ("torch", "32", 3, False)]
+                       ("torch", "32", 3, False), ("doubled", "64", 3, False)]
     assert "planted failure" in record["jobs"][1]["error"] and "no variant 'nope'" in record["jobs"][2]["error"]
+    assert [j.get("nbytes") for j in record["jobs"]] == [128, 128, 64, 256, 512]  # the race's prediction there
     marked = torch.cuda.is_available()  # without a GPU there is nothing to mark (and no ncu to read the marks)
-    assert [j["markers"] for j in record["jobs"]] == ([4, 1, 0, 4] if marked else [0, 0, 0, 0])
+    assert [j["markers"] for j in record["jobs"]] == ([4, 1, 0, 4, 4] if marked else [0, 0, 0, 0, 0])
 
 
 def test_the_child_mode_without_jobs_says_so(tmp_path):

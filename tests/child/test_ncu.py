@@ -179,6 +179,36 @@ def test_summary_csv_rows():
     assert rows[0]["top_stalls"].startswith("long_scoreboard=14.3")
 
 
+def _marked_raw_page(names: list[str]) -> str:
+    """:data:`RAW`'s header and units with one row per kernel name, IDs in launch order (a marker is PyTorch's
+    ``spin_kernel``, what ``torch.cuda._sleep`` launches)."""
+    lines = RAW.splitlines()
+    row = lines[3].split('","')
+    rows = ['","'.join([f'"{i}', *row[1:4], name, *row[5:]]) for i, name in enumerate(names)]
+    return "\n".join(lines[:3] + rows) + "\n"
+
+
+def _scripted_ncu(tmp_path, page: str):
+    """An ncu (the real one needs a GPU) that runs its child and writes the report; on --import it prints ``page``.
+    The child, without a GPU, launches no marker; the script rewrites its record to the 2 markers that a GPU run
+    launches around a job's one call (none for a job that made no call), so the parent splits ``page`` as it would
+    split a real report."""
+    raw = tmp_path / "raw.csv"
+    raw.write_text(page)
+    runs, imports = tmp_path / "runs.txt", tmp_path / "imports.txt"
+    fake = tmp_path / "ncu"
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = "--import" ]; then echo "$@" >> {imports}; cat {raw}; exit 0; fi
+echo "$@" >> {runs}
+while [ "$1" != "-o" ]; do shift; done
+shift; out="$1"; shift
+"$@" | sed 's/"markers": 0, "calls": 1,/"markers": 2, "calls": 1,/g'
+touch "$out.ncu-rep"
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return fake, runs, imports
+
+
 def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
     """The whole path on CPU: ncu (scripted: the real one needs a GPU) runs the child, which replays
     the chapter and reports the predicted bytes; the report is read back with --import."""
@@ -191,19 +221,7 @@ def test_profile_variant_wiring_with_a_scripted_ncu(tmp_path, monkeypatch):
         "%bench race")]
     nb = tmp_path / "96_neg.ipynb"
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    raw = tmp_path / "raw.csv"
-    raw.write_text(RAW)
-    args_file, imports = tmp_path / "args.txt", tmp_path / "imports.txt"
-    fake = tmp_path / "ncu"
-    fake.write_text(f"""#!/bin/sh
-if [ "$1" = "--import" ]; then echo "$@" >> {imports}; cat {raw}; exit 0; fi
-echo "$@" > {args_file}
-while [ "$1" != "-o" ]; do shift; done
-shift; out="$1"; shift
-"$@"
-touch "$out.ncu-rep"
-""")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    fake, args_file, imports = _scripted_ncu(tmp_path, RAW)
     monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
     monkeypatch.setenv("LABMAGIC_NCU", str(fake))
     monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
@@ -224,6 +242,86 @@ touch "$out.ncu-rep"
     assert sorted(p.name for p in folder.iterdir()) == [
         "torch.64.csv", "torch.64.ncu-rep", "torch.64.raw.csv",
         "torch.race.16.csv", "torch.race.16.ncu-rep", "torch.race.16.raw.csv"]
+
+
+def _two_variant_chapter(tmp_path) -> Path:
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in (
+        "%load_ext labmagic\nimport torch, labmagic.benchmark",
+        "def broken(x):\n    raise RuntimeError('planted failure')\n\n"
+        "race = labmagic.benchmark.Race(chapter='95_pair', variants={'torch': torch.neg, 'twice': lambda x: -x - 0,\n"
+        "    'broken': broken}, ref='torch', make_inputs=lambda n: (torch.ones(n),), shapes=[(16,), (64,)],\n"
+        "    nbytes=lambda n: 8 * n)",
+        "%bench race")]
+    nb = tmp_path / "95_pair.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return nb
+
+
+def test_several_variants_are_profiled_in_one_child_and_split_at_the_markers(tmp_path, monkeypatch):
+    """%ncu a b: one ncu run (the chapter replayed once), one report for both, and each variant its own summary
+    and raw page: the kernels between its two markers, none of the other's and no marker."""
+    nb = _two_variant_chapter(tmp_path)
+    page = _marked_raw_page(["spin_kernel", "neg_kernel", "spin_kernel", "spin_kernel", "neg_kernel", "sub_kernel",
+                             "spin_kernel"])
+    fake, runs, imports = _scripted_ncu(tmp_path, page)
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    first, second = profile.profile_variants(str(nb), ["torch", "twice"], slug="test-gpu")
+    (run,) = runs.read_text().splitlines()  # one child for both
+    assert "--mode nsight-time --iters 1 --jobs" in run and "--profile-from-start off" in run
+    folder = tmp_path / "results" / "test-gpu" / "profiles" / "95_pair"
+    assert first.report == second.report == folder / "torch-twice.64.ncu-rep"  # the race's largest
+    assert (first.variant, first.shape, first.nbytes) == ("torch", "64", 8 * 64)
+    assert [k.name for k in first.kernels] == ["neg_kernel"]
+    assert [k.name for k in second.kernels] == ["neg_kernel", "sub_kernel"] and second.shape == "64"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "torch-twice.64.ncu-rep", "torch.64.csv", "torch.64.raw.csv", "twice.64.csv", "twice.64.raw.csv"]
+    twice = ncu.parse_raw_csv((folder / "twice.64.raw.csv").read_text())
+    assert [(k.id, k.name) for k in twice] == [(4, "neg_kernel"), (5, "sub_kernel")]
+    assert (folder / "torch.64.csv").read_text().count("\n") == 2  # header and its one kernel
+    assert len(imports.read_text().splitlines()) == 2  # the report read once in base units, once as displayed
+
+
+def test_a_variant_the_child_could_not_run_is_named_and_the_others_are_kept(tmp_path, monkeypatch):
+    nb = _two_variant_chapter(tmp_path)
+    # broken raised in its warm-up, before any marker: the report has torch's two markers only.
+    fake, *_ = _scripted_ncu(tmp_path, _marked_raw_page(["spin_kernel", "neg_kernel", "spin_kernel"]))
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    with pytest.raises(profile.ProfilerError, match="no kernels of broken: RuntimeError: planted failure") as caught:
+        profile.profile_variants(str(nb), ["torch", "broken"], "16", slug="test-gpu")
+    (kept,) = caught.value.results
+    assert (kept.variant, kept.shape, [k.name for k in kept.kernels]) == ("torch", "16", ["neg_kernel"])
+    assert kept.report.name == "torch-broken.16.ncu-rep" and kept.report.exists()
+
+
+def test_a_report_whose_markers_differ_from_the_childs_is_refused_not_guessed(tmp_path, monkeypatch):
+    nb = _two_variant_chapter(tmp_path)
+    # Two jobs ran a call each (4 markers) but the report holds 3: no kernel is handed to a variant by guess.
+    fake, *_ = _scripted_ncu(tmp_path, _marked_raw_page(["spin_kernel", "neg_kernel", "spin_kernel", "spin_kernel"]))
+    monkeypatch.setattr("labmagic.runtime.has_gpu", lambda: True)
+    monkeypatch.setenv("LABMAGIC_NCU", str(fake))
+    monkeypatch.setenv("LABMAGIC_ROOT", str(tmp_path))
+    with pytest.raises(profile.ProfilerError, match="3 marker kernels .* where the child launched 4"):
+        profile.profile_variants(str(nb), ["torch", "twice"], "2**4", slug="test-gpu")
+
+
+def test_a_shared_report_name_stays_short():
+    assert profile.report_stem(["cuda_naive", "cuda_vec"]) == "cuda_naive-cuda_vec"
+    many = [f"cuda_variant_with_a_long_name_{i}" for i in range(8)]
+    stem = profile.report_stem(many)
+    assert stem.startswith("cuda_variant_with_a_long_name_0-and-7-more-") and len(stem) < 60
+    assert stem != profile.report_stem(many[:7] + ["other"])
+
+
+@pytest.mark.parametrize("variants, said", [(["torch", "torch"], "named twice"), (["torch", "../x"], "variant name")])
+def test_several_variants_refuse_bad_names_before_any_child(variants, said):
+    with pytest.raises(LabError, match=said):
+        profile.profile_variants("01", variants)
 
 
 @pytest.mark.parametrize("chapter, variant, race, shape", [

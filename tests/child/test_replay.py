@@ -103,7 +103,7 @@ def test_child_reports_errors_as_one_record(tmp_path):
 @pytest.mark.parametrize("tokens,shape", [(["4096"], (4096,)), (["64x128"], (64, 128)),
                                           (["2**20+7"], (2**20 + 7,)), (["31", "17", "29"], (31, 17, 29))])
 def test_shape_tokens(tokens, shape):
-    from labmagic.child.worker import parse_shape
+    from labmagic.child.protocol import parse_shape
 
     assert parse_shape(tokens) == shape
 

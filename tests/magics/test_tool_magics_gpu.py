@@ -29,6 +29,19 @@ def test_ncu_profiles_only_the_variant_and_counts_its_bytes(shell, chapter, tmp_
     assert "DRAM traffic per call" in repr(result)
 
 
+def test_ncu_of_two_variants_is_one_child_split_at_the_markers(shell, chapter, tmp_path):
+    """One report for both, each variant its own kernels: the CUDA kernel for cuda_ok, torch's own for torch,
+    neither the marker (spin_kernel) nor the other's."""
+    ok, torch_add = shell.run(f"%ncu cuda_ok torch --chapter {chapter} --shape 2**26")
+    assert [k.name for k in ok.kernels] == ["vecadd_ok"]
+    assert torch_add.kernels and all("vecadd" not in k.name and "spin_kernel" not in k.name
+                                     for k in torch_add.kernels)
+    assert ok.report == torch_add.report and ok.report.name == "cuda_ok-torch.67108864.ncu-rep"
+    for result in (ok, torch_add):
+        assert result.nbytes == 12 * 2**26 and result.dram_bytes == pytest.approx(result.nbytes, rel=0.05)
+        assert (result.report.parent / f"{result.variant}.67108864.raw.csv").exists()
+
+
 def test_sanitize_finds_the_planted_out_of_bounds_line(shell, chapter):
     result = shell.run(f"%sanitize cuda_oob --chapter {chapter}")
     assert not result.clean
