@@ -16,10 +16,6 @@ from labmagic.runtime import device_slug
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.xfail(reason="open (#52): on the H200 at 5b19d02 dequantize_bf16's solution was correct but at 92% of its "
-                          "bar (0.2528 against 0.2342 ms; the 20 others pass, results/nvidia-h200/exercises.csv); its "
-                          "half-dense warp stores are dense since (halves traded by shuffles), correct on an H100 at "
-                          "ef7591b, not yet timed on an H200", strict=False)
 def test_every_solution_passes_its_bar():
     exercises = list(registry.all_exercises())
     slug = device_slug()
