@@ -12,9 +12,8 @@ compilation. ``--clock-control none`` keeps the GPU's normal boost clocks, which
 measures (ncu's default locks the base clock and makes kernels look slower than they run).
 
 ``%ncu`` of several variants (:func:`profile_variants`) profiles them all in one child, replaying the chapter once
-instead of once per variant (a saving of about 10%: ncu's replay, one pass per metric group, is what a profile
-costs; benchmarks/ncu_one_child.py measured 34.4 s against 38.1 s for chapter 01's three variants on an H100): the
-child runs
+instead of once per variant (it saves the start-ups, 10-23% of a cell: ncu's replay is what a profile costs; the
+measurements are in book/methods/profiling.md): the child runs
 ``--mode nsight-time`` (:mod:`labmagic.child.ncu_time`), each variant's calls between marker kernels, under the same
 ``ncu --set full``; one report holds every variant's kernels (``<v1>-<v2>.<race>.<shape>.ncu-rep``) and each variant
 gets its own summary and raw page, split at the markers.
