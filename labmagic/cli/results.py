@@ -6,6 +6,7 @@
     labmagic results --stale         # every stale row and why; exits 1 when there is any
     labmagic results --readme        # rewrite README.md's generated tables (headline, chapters) from results/
     labmagic results --check-readme  # exit 1 when README.md's generated tables are not what the data gives
+    labmagic results --bars          # rewrite each exercise statement's speed bar from the H200's rows
     labmagic results --plots         # redraw every results/<gpu>/bench/<chapter>*.png from its CSV
     labmagic results --upgrade       # rewrite CSVs an earlier labmagic wrote with today's columns
     labmagic results --compare REV   # rows slower or faster beyond their noise than at git revision REV
@@ -36,6 +37,9 @@ def add_arguments(parser) -> None:
                        help="regenerate README.md's generated tables (headline, chapters) from results/ and book/")
     group.add_argument("--check-readme", action="store_true",
                        help="exit 1 when README.md's generated tables differ from what results/ and book/ give")
+    group.add_argument("--bars", action="store_true",
+                       help="rewrite the speed bar in each exercise statement (book/exercises/) from the chapters' "
+                            "rows on nvidia-h200, as the judge computes it")
     group.add_argument("--plots", action="store_true",
                        help="redraw each chapter's plots (results/<gpu>/bench/<chapter>*.png) from its CSV")
     group.add_argument("--upgrade", action="store_true",
@@ -98,6 +102,14 @@ def run(args) -> int:
         if new != old:
             path.write_text(new, encoding="utf-8")
         print(f"{path}: generated tables {'updated' if new != old else 'already current'}")
+        return 0
+    if args.bars:
+        from ..exercises.bars import restate_statements
+
+        changed = restate_statements()
+        for path in changed:
+            print(f"{path}: bars restated")
+        print(f"{len(changed)} exercise notebook(s) changed")
         return 0
     if args.check_readme:
         path, old, new = _readme(root)

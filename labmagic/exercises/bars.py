@@ -13,14 +13,24 @@ A call timed below it did not do the work (a result kept from an earlier call).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..benchmark.roofline import find_spec, load_ceilings
-from ..paths import results_dir
+from ..errors import LabError
+from ..paths import atomic_write, results_dir
 from ..store.bench_csv import read_rows
+from ..store.fingerprint import read_notebook
 from ..store.schema import OK, shape_str
+from . import registry
 from .spec import Exercise
+
+#: A statement's bar sentence: "**Bar:** at <shape>: <ms> ms or less, ... (<what it is against>)." -- the text
+#: :func:`bar_value` writes, up to its closing parenthesis (the sentence's full stop stays).
+_BAR_SENTENCE = re.compile(r"(\*\*Bar:\*\* )at [^\n]*?\([^()\n]*\)(?=\.)")
 
 
 @dataclass(frozen=True)
@@ -85,3 +95,32 @@ def floor_ms(exercise: Exercise, slug: str) -> float | None:
 def _gpu_name(slug: str) -> str:
     spec = find_spec(slug)
     return spec.name.split(" (")[0] if spec else slug
+
+
+def restate_statements(slug: str = "nvidia-h200") -> list[Path]:
+    """Rewrite the bar sentence of every exercise statement in ``book/exercises/`` with :func:`bar_value` on GPU
+    ``slug`` (run after a chapter's rows land, as ``labmagic results --readme`` is); return the notebooks changed.
+    A statement is the markdown cell whose first line names the exercise; one with no bar sentence, or an exercise
+    with no measured bar there, is a one-line LabError."""
+    changed = []
+    for chapter in registry.chapters():
+        path = registry.notebook_path(chapter)
+        nb = read_notebook(path)
+        before = json.dumps(nb)
+        for exercise in registry.in_chapter(chapter):
+            bar = bar_value(exercise, slug)
+            if bar is None:
+                raise LabError(f"{exercise.name}: no measured bar on {slug} (no ceilings, or no ok row of "
+                               f"`{exercise.bar.against}` at its shape)")
+            cell = next((c for c in nb["cells"] if c.get("cell_type") == "markdown"
+                         and f"`{exercise.name}`" in "".join(c["source"]).split("\n", 1)[0]), None)
+            text = "".join(cell["source"]) if cell else ""
+            new, count = _BAR_SENTENCE.subn(lambda m, bar=bar: m.group(1) + bar.text, text)
+            if count != 1:
+                raise LabError(f"{path}: the statement of {exercise.name} must have one '**Bar:** at ...' sentence, "
+                               f"found {count}")
+            cell["source"] = new.splitlines(keepends=True)
+        if json.dumps(nb) != before:
+            atomic_write(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed

@@ -31,7 +31,7 @@ def test_every_statement_quotes_its_bar_as_the_judge_computes_it():
         prose = [_text(c) for c in _cells(registry.notebook_path(exercise.chapter)) if c["cell_type"] == "markdown"]
         statement = next((p for p in prose if f"`{exercise.name}`" in p.split("\n", 1)[0]), None)
         assert statement is not None, f"{exercise.name}: no statement headed with its name"
-        assert bar.text in statement, f"{exercise.name}: the statement must say: {bar.text}"
+        assert bar.text in statement, f"{exercise.name}: the statement must say: {bar.text} (labmagic results --bars)"
 
 
 def test_each_exercise_has_stub_cells_then_a_grading_cell():
