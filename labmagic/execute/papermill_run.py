@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..paths import atomic_write, repo_root, results_dir, staged_write
+from ..paths import repo_root, results_dir, staged_write
 from ..runtime import gpu_name
-from ..store.fingerprint import chapter_hash
+from ..store.fingerprint import chapter_hash, write_notebook
 from ..store.manifest import (
     RUN_ROWS_ENV,
     content_hash,
@@ -336,7 +336,7 @@ def write_reference(executed: Path, target: Path) -> None:
     the kernel metadata that JupyterLab writes (:func:`normalise_kernel_metadata`)."""
     nb = without_run_metadata(json.loads(executed.read_text(encoding="utf-8")))
     normalise_kernel_metadata(nb)
-    atomic_write(target, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    write_notebook(target, nb)
 
 
 def without_run_metadata(nb: dict) -> dict:

@@ -13,7 +13,6 @@ A call timed below it did not do the work (a result kept from an earlier call).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -21,9 +20,9 @@ from pathlib import Path
 
 from ..benchmark.roofline import find_spec, load_ceilings
 from ..errors import LabError
-from ..paths import atomic_write, results_dir
+from ..paths import results_dir
 from ..store.bench_csv import read_rows
-from ..store.fingerprint import read_notebook
+from ..store.fingerprint import read_notebook, write_notebook
 from ..store.schema import OK, shape_str
 from . import registry
 from .spec import Exercise
@@ -105,8 +104,7 @@ def restate_statements(slug: str = "nvidia-h200") -> list[Path]:
     changed = []
     for chapter in registry.chapters():
         path = registry.notebook_path(chapter)
-        nb = read_notebook(path)
-        before = json.dumps(nb)
+        nb, edited = read_notebook(path), False
         for exercise in registry.in_chapter(chapter):
             bar = bar_value(exercise, slug)
             if bar is None:
@@ -119,8 +117,9 @@ def restate_statements(slug: str = "nvidia-h200") -> list[Path]:
             if count != 1:
                 raise LabError(f"{path}: the statement of {exercise.name} must have one '**Bar:** at ...' sentence, "
                                f"found {count}")
-            cell["source"] = new.splitlines(keepends=True)
-        if json.dumps(nb) != before:
-            atomic_write(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            if new != text:
+                cell["source"], edited = new.splitlines(keepends=True), True
+        if edited:
+            write_notebook(path, nb)
             changed.append(path)
     return changed

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..compiler.includes import SearchPath, include_options, scan
 from ..errors import LabError
-from ..paths import book_include_dir
+from ..paths import atomic_write, book_include_dir
 
 #: Files a chapter may load kernels from, when the notebook names them in a string literal or they sit in
 #: ``book/<chapter>/``.
@@ -39,6 +39,11 @@ def read_notebook(path: Path) -> dict:
     if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
         raise LabError(f"{path}: not a notebook: no list of cells")
     return nb
+
+
+def write_notebook(path: Path, nb: dict) -> None:
+    """Write ``nb`` as nbformat and JupyterLab do (one-space indent, non-ASCII kept, a final newline), atomically."""
+    atomic_write(Path(path), json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def notebook_cells(path: Path) -> list[tuple[str, str]]:
