@@ -2,8 +2,9 @@
 kernels: which are installed, which can run here, and why not.
 
 Each DSL is an optional install (``pip install 'labmagic[helion]'``, ``.[dsls]`` for all); the peers (``torchao``,
-``gemlite``: the int8 linears serving stacks call; ``flashinfer`` and ``fa3``, FlashAttention 3's Hopper forward;
-``quack`` and ``liger``, the memory-bound kernels people deploy) are one extra, ``.[peers]``, which CI does not
+``gemlite``: the int8 linears serving stacks call; ``flashinfer``, ``fa3`` (FlashAttention 3's Hopper forward) and
+``fa4`` (FlashAttention 4's CuTeDSL forward, sm_90 and later): attention; ``quack`` and ``liger``, the memory-bound
+kernels people deploy) are one extra, ``.[peers]``, which CI does not
 install. A chapter writes its variants for a DSL, or over a peer's API, in a ``%%dsl NAME`` cell
 (:mod:`labmagic.magics.dsl_magic`).
 Where the DSL cannot run, the cell is skipped and each variant it names becomes an :func:`unavailable` stand-in that
@@ -114,6 +115,8 @@ DSLS: dict[str, DSL] = {d.name: d for d in (
         prepare=_dump_outside_the_book),
     DSL("liger", "liger_kernel", "liger-kernel", interpret=False, extra="peers", peer=True),
     DSL("fa3", "fa3_fwd_interface", "fa3-fwd", interpret=False, min_arch=90, extra="peers", peer=True),
+    DSL("fa4", "flash_attn.cute", "flash-attn-4", interpret=False, min_arch=90, extra="peers", peer=True,
+        prepare=_dump_outside_the_book),
 )}
 
 

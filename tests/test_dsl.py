@@ -112,7 +112,8 @@ def test_the_peers_extra_pins_each_peer_and_ci_does_not_install_it():
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
     assert extras["peers"] == ["torchao==0.18.0", "gemlite==0.6.0.post2", "flashinfer-python==0.5.0",
-                               "quack-kernels==0.6.5", "liger-kernel==0.8.5", "fa3-fwd==0.0.3"]
+                               "quack-kernels==0.6.5", "liger-kernel==0.8.5", "fa3-fwd==0.0.3",
+                               "flash-attn-4==4.0.0b40"]
     assert {d.dist for d in dsl.DSLS.values() if d.peer} == {dep.split("==")[0] for dep in extras["peers"]}
     assert not any("peers" in dep for name in ("test", "dsls", "cpu") for dep in extras[name])
 
