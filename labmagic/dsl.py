@@ -64,6 +64,8 @@ class DSL:
     extra: str = ""
     #: a library whose kernels a race times beside the book's (a peer), rather than a language to write kernels in
     peer: bool = False
+    #: how tables and prose name it ("FA3"); its name where empty
+    title: str = ""
 
     def version(self) -> str:
         try:
@@ -110,13 +112,15 @@ DSLS: dict[str, DSL] = {d.name: d for d in (
         prepare=_dump_outside_the_book),
     DSL("torchao", "torchao", "torchao", interpret=False, extra="peers", peer=True),
     DSL("gemlite", "gemlite", "gemlite", interpret=False, extra="peers", peer=True),
-    DSL("flashinfer", "flashinfer", "flashinfer-python", interpret=False, extra="peers", peer=True),
+    DSL("flashinfer", "flashinfer", "flashinfer-python", interpret=False, extra="peers", peer=True,
+        title="FlashInfer"),
     DSL("quack", "quack", "quack-kernels", interpret=False, min_arch=90, extra="peers", peer=True,
         prepare=_dump_outside_the_book),
-    DSL("liger", "liger_kernel", "liger-kernel", interpret=False, extra="peers", peer=True),
-    DSL("fa3", "fa3_fwd_interface", "fa3-fwd", interpret=False, min_arch=90, extra="peers", peer=True),
+    DSL("liger", "liger_kernel", "liger-kernel", interpret=False, extra="peers", peer=True, title="Liger"),
+    DSL("fa3", "fa3_fwd_interface", "fa3-fwd", interpret=False, min_arch=90, extra="peers", peer=True,
+        title="FA3"),
     DSL("fa4", "flash_attn.cute", "flash-attn-4", interpret=False, min_arch=90, extra="peers", peer=True,
-        prepare=_dump_outside_the_book),
+        prepare=_dump_outside_the_book, title="FA4"),
 )}
 
 

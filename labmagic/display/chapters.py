@@ -9,7 +9,9 @@ headline is taken at, and what the best kernel is compared with:
 
 - a compute-bound chapter, against the library kernel the race includes at that shape (cuBLAS through ``torch``,
   cuDNN through SDPA): ``1.04x cuBLAS, 8192^3 bf16``, the library's median over the kernel's;
-- a memory-bound chapter, against this GPU's measured copy (``labmagic calibrate``): ``94% of copy``.
+- a memory-bound chapter, against this GPU's measured copy (``labmagic calibrate``): ``94% of copy``;
+- and in a kernel race that times open-source peers (``peers=True``), against the fastest of them at that shape too:
+  ``; 0.85x FA3 (the fastest peer)``, the peer's median over the kernel's.
 
 The best kernel is the book's own: the fastest variant that passed, at that shape and dtype, whose backend is not a
 library (:data:`LIBRARY_BACKENDS`) and whose time is not below the physical floor. A chapter missing from
@@ -44,6 +46,9 @@ LIBRARY_BACKENDS = frozenset({"torch", "sdpa", "cublas", *(d.name for d in DSLS.
 #: The GPU whose numbers the front page leads with (the book's outputs come from it).
 BOOK_GPU = "nvidia-h200"
 
+#: The open-source peers' backends, and how a headline names each ("FA3").
+PEER_TITLES = {d.name: d.title or d.name for d in DSLS.values() if d.peer}
+
 
 @dataclass(frozen=True)
 class Chapter:
@@ -57,6 +62,9 @@ class Chapter:
     against_name: str = ""  #: how the row names that reference: "cuBLAS"
     where: str = ""  #: how the row names the shape and dtype: "8192^3 bf16"
     exclude: str = ""  #: a pattern of variants that are not the headline's kind (07: the causal ones)
+    #: the row also names the fastest open-source peer the race timed at that shape (a kernel race: not 09's model,
+    #: whose FlashInfer row is the book's decode step with a peer inside)
+    peers: bool = False
     figure: tuple[Panel, ...] = ()  #: the panels of the chapter's race figure (:func:`race_figure`)
 
     def axes_of(self, shape: str) -> str:
@@ -91,20 +99,20 @@ CHAPTERS: dict[str, Chapter] = {
         _MNK, "8192x8192x8192", "float32", "torch", "cuBLAS", "8192^3 fp32"),
     "03_online_softmax": Chapter(
         "softmax in one read: the online max and sum, warp- and cluster-per-row, rows in registers",
-        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16"),
+        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16", peers=True),
     "04_rmsnorm": Chapter(
         "RMSNorm in one read: vectorized, warp-per-row, copy-engine and persistent cluster rungs",
-        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16"),
+        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16", peers=True),
     "05_fused_softmax_rmsnorm": Chapter(
         "fusion: softmax(RMSNorm(x)) in one kernel, against eager torch and torch.compile",
-        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16"),
+        _ROWS_COLS, "16384x16384", "bfloat16", where="16384^2 bf16", peers=True),
     "06_tensor_core_gemm": Chapter(
         "bf16 tensor cores: WMMA, mma.sync, Hopper TMA and wgmma, clusters, split-K decode",
-        _MNK, "8192x8192x8192", "bfloat16", "torch", "cuBLAS", "8192^3 bf16"),
+        _MNK, "8192x8192x8192", "bfloat16", "torch", "cuBLAS", "8192^3 bf16", peers=True),
     "07_attention": Chapter(
         "FlashAttention forward: FA1, FA2 and the FA3 wgmma schedules, and flash-decoding",
         {5: "B x H x S_q x S_k x D"}, "4x16x4096x4096x128", "bfloat16", "sdpa_cudnn", "cuDNN", "4x4096 d128",
-        exclude=r"_causal$", figure=ATTENTION_FIGURE),
+        exclude=r"_causal$", figure=ATTENTION_FIGURE, peers=True),
     "08_int8": Chapter(
         "int8: quantize at the copy bandwidth, int8 tensor-core GEMMs, a fused W8A8 linear",
         {**_ROWS_COLS, **_MNK}, "8192x8192x8192", "int8", "torch_int_mm", "cuBLAS int8", "8192^3 int8"),
@@ -248,7 +256,23 @@ def headline(chapter: str, gpu: str, rows: pd.DataFrame, ceilings: roofline.Ceil
         if ref.empty:
             return None
         versus = f"{ref['ms_median'].iloc[0] / best['ms_median']:.2f}x {this.against_name or against}, {where}"
+    if this.peers:
+        versus += _versus_peer(at, best, this.exclude)
     return Headline(chapter, gpu, str(best["variant"]), figure(value, unit), versus, bool(best.get("stale")))
+
+
+def _versus_peer(at: pd.DataFrame, best, exclude: str) -> str:
+    """``; 0.85x FA3``: the headline kernel against the fastest open-source peer timed at the headline's shape and
+    dtype (of the headline's kind: ``exclude`` holds for the peers too), as the reference ratio is (the peer's
+    median over the kernel's); '' where the race timed none there."""
+    peers = at[at["backend"].astype(str).str.lower().isin(PEER_TITLES)] if "backend" in at.columns else at.iloc[:0]
+    if exclude and not peers.empty:
+        peers = peers[~peers["variant"].astype(str).str.contains(exclude, regex=True)]
+    if peers.empty:
+        return ""
+    fastest = peers.sort_values("ms_median").iloc[0]
+    title = PEER_TITLES[str(fastest["backend"]).lower()]
+    return f"; {fastest['ms_median'] / best['ms_median']:.2f}x {title} (the fastest peer)"
 
 
 def headline_rows(df: pd.DataFrame, ceilings: dict[str, roofline.Ceilings | None]) -> list[Headline]:

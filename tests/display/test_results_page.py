@@ -205,6 +205,26 @@ def test_attention_is_headlined_against_cudnn_with_a_kernel_of_the_same_kind():
     assert got.figure == "971\u00a0TFLOP/s"
 
 
+def test_a_kernel_race_headline_names_the_fastest_peer_of_the_same_kind_at_the_same_shape():
+    """07 races FA3 and FlashInfer: the row adds the best kernel against the fastest peer at the headline's shape and
+    dtype (the peer's median over ours, as the reference ratio), a causal peer excluded as a causal kernel is, and a
+    faster peer at another shape ignored; the capstone's FlashInfer row (its model with a peer inside) is not one."""
+    shape = "4x16x4096x4096x128"
+    rows = [dict(variant=v, backend=b, shape=shape, dtype="bfloat16", ms_median=ms, tflops=1e12 / ms / 1e9,
+                 vs_ref=50.0 / ms) for v, b, ms in (
+        ("torch_naive", "torch", 50.0), ("sdpa_cudnn", "sdpa", 1.0), ("cuda_wgmma_ws", "cuda", 1.03),
+        ("flashinfer_prefill", "flashinfer", 0.98), ("fa3_flash", "fa3", 0.88), ("fa3_flash_causal", "fa3", 0.4))]
+    rows.append(dict(rows[4], shape="1x16x16384x16384x128", ms_median=0.1))
+    got = _headline_of("07_attention", rows)
+    assert got.versus == "0.97x cuDNN, 4x4096 d128; 0.85x FA3 (the fastest peer)"
+    without = _headline_of("07_attention", [r for r in rows if r["backend"] not in ("fa3", "flashinfer")])
+    assert without.versus == "0.97x cuDNN, 4x4096 d128"
+    decode = [dict(variant=v, backend=b, shape="1x4096", dtype="bfloat16", ms_median=ms, gbps=1.0, tflops=1.0,
+                   vs_ref=16.0 / ms) for v, b, ms in (("torch_hf_sdpa", "torch", 16.0), ("ours_graphed", "cuda", 4.8),
+                                                       ("ours_flashinfer_graphed", "flashinfer", 4.0))]
+    assert "peer" not in _headline_of("09_llama", decode).versus
+
+
 def test_a_chapter_without_a_rule_takes_its_largest_problem_and_the_race_reference():
     """Of the largest size, the squarest shape, in the first dtype; against the race's own reference (the variant
     whose every vs_ref is 1); a library variant is never the best kernel, however fast."""
