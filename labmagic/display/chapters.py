@@ -31,6 +31,7 @@ from ..benchmark import roofline
 from ..dsl import DSLS
 from ..errors import LabError
 from ..paths import CHAPTER_GLOB, CHAPTER_NAME
+from ..runtime import device_slug
 from ..store.catalog import measured_ok
 from ..store.fingerprint import read_notebook
 from ..store.schema import shape_dims
@@ -351,9 +352,11 @@ def default_figure(result) -> tuple[Panel, ...]:
 
 def race_figure(chapter: str, *, gpu: str | None = None, root: Path | None = None,
                 panels: tuple[Panel, ...] | None = None) -> RaceFigure:
-    """A chapter's race figure from ``results/<gpu>/bench/<chapter>.csv`` (the book's GPU where it has one, else the
-    first GPU that measured the chapter), with the panels its rule names (:data:`CHAPTERS`) unless given: the one
-    call a chapter's plot cell makes, ``labmagic.race_figure("07_attention")``."""
+    """A chapter's race figure from ``results/<gpu>/bench/<chapter>.csv``, with the panels its rule names
+    (:data:`CHAPTERS`) unless given: the one call a chapter's plot cell makes, ``labmagic.race_figure("07_attention")``.
+    Without ``gpu``: this machine's GPU where it measured the chapter (a chapter run on a GPU draws the rows its own
+    tables just showed), else the book's GPU, else the first GPU that measured it (a reader without a GPU sees the
+    book's)."""
     from ..benchmark.race import load_result
     from ..paths import check_chapter_name, repo_root
 
@@ -362,7 +365,8 @@ def race_figure(chapter: str, *, gpu: str | None = None, root: Path | None = Non
     found = {p.parent.parent.name: p for p in sorted(root.glob(f"results/*/bench/{chapter}.csv"))}
     if not found:
         return RaceFigure(chapter, message=f"{chapter}: no measured rows yet: run the races on a GPU")
-    slug = gpu or (BOOK_GPU if BOOK_GPU in found else next(iter(found)))
+    here = device_slug()
+    slug = gpu or next(s for s in (here, BOOK_GPU, *found) if s in found)
     if slug not in found:
         raise LabError(f"{chapter}: no results from {gpu!r} (results/*/bench/{chapter}.csv: {', '.join(found)})")
     ceilings = roofline.load_ceilings(slug, root / "results" / slug / "ceilings.json")

@@ -227,6 +227,25 @@ def test_chapter_07_figure_is_readable_in_the_column(attention_checkout):
     assert repr(drawn).startswith("07_attention on NVIDIA H200: prefill, d = 128, non-causal;")
 
 
+def test_a_chapter_run_on_a_gpu_draws_that_gpus_rows_and_a_reader_without_one_the_books(attention_checkout,
+                                                                                           monkeypatch):
+    """Chapter 07 measured on the H200 and on an H100: run on the H100 (its sweep), the figure draws the rows its own
+    tables just showed, FA3 among them; without a GPU, or on a GPU that measured nothing, the book's H200; ``gpu=``
+    picks either."""
+    h100 = attention_checkout / "results" / "nvidia-h100-80gb-hbm3" / "bench"
+    h100.mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "nvidia-h100-80gb-hbm3" / "bench" / ATTENTION_CSV.name, h100 / ATTENTION_CSV.name)
+    for here, drawn_on in (("nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3"), ("cpu", "NVIDIA H200"),
+                           ("nvidia-a100-sxm4-80gb", "NVIDIA H200")):
+        monkeypatch.setattr(chapters, "device_slug", lambda here=here: here)
+        drawn = chapters.race_figure("07_attention", root=attention_checkout)
+        assert repr(drawn).startswith(f"07_attention on {drawn_on}:"), (here, repr(drawn))
+        families = " ".join(_legend_entries(drawn.figure.axes[0]))
+        assert ("fa3" in families) == (drawn_on != "NVIDIA H200")  # the H200's rows are from before the peers
+    assert repr(chapters.race_figure("07_attention", root=attention_checkout, gpu="nvidia-h200")).startswith(
+        "07_attention on NVIDIA H200:")
+
+
 def test_families_past_eight_fold_into_one_entry():
     """Twelve backends in one panel: seven families named, the rest one grey entry; the eighth slot is theirs."""
     rows = [Row("c", f"{backend}_k{i}", backend, f"{n}", "float32", "ok", ms_median=1.0 / (j + 1 + i),
