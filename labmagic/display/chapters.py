@@ -238,9 +238,8 @@ def headline(chapter: str, gpu: str, rows: pd.DataFrame, ceilings: roofline.Ceil
         where = f"{shape} {dtype}"
     at = good[(good["shape"].astype(str) == shape) & (good["dtype"].astype(str) == dtype)]
     against = this.against if this.shape else race_reference(at)
-    ours = at[~at.apply(is_library, axis=1) & (at["variant"] != against)] if not at.empty else at
-    if this.exclude and not ours.empty:
-        ours = ours[~ours["variant"].astype(str).str.contains(this.exclude, regex=True)]
+    ours = _of_kind(at[~at.apply(is_library, axis=1) & (at["variant"] != against)] if not at.empty else at,
+                    this.exclude)
     if ours.empty:
         return None
     best = ours.sort_values("ms_median").iloc[0]
@@ -262,13 +261,18 @@ def headline(chapter: str, gpu: str, rows: pd.DataFrame, ceilings: roofline.Ceil
     return Headline(chapter, gpu, str(best["variant"]), figure(value, unit), versus, bool(best.get("stale")))
 
 
+def _of_kind(rows: pd.DataFrame, exclude: str) -> pd.DataFrame:
+    """The rows of the headline's kind: those whose variant ``exclude`` (a pattern; '' for none) does not match."""
+    if not exclude or rows.empty:
+        return rows
+    return rows[~rows["variant"].astype(str).str.contains(exclude, regex=True)]
+
+
 def _versus_peer(at: pd.DataFrame, best, exclude: str) -> str:
     """``; 0.85x FA3``: the headline kernel against the fastest open-source peer timed at the headline's shape and
     dtype (of the headline's kind: ``exclude`` holds for the peers too), as the reference ratio is (the peer's
     median over the kernel's); '' where the race timed none there."""
-    peers = at[at["backend"].astype(str).str.lower().isin(PEER_TITLES)] if "backend" in at.columns else at.iloc[:0]
-    if exclude and not peers.empty:
-        peers = peers[~peers["variant"].astype(str).str.contains(exclude, regex=True)]
+    peers = _of_kind(at[at["backend"].astype(str).str.lower().isin(PEER_TITLES)], exclude)
     if peers.empty:
         return ""
     fastest = peers.sort_values("ms_median").iloc[0]
@@ -365,8 +369,7 @@ def race_figure(chapter: str, *, gpu: str | None = None, root: Path | None = Non
     found = {p.parent.parent.name: p for p in sorted(root.glob(f"results/*/bench/{chapter}.csv"))}
     if not found:
         return RaceFigure(chapter, message=f"{chapter}: no measured rows yet: run the races on a GPU")
-    here = device_slug()
-    slug = gpu or next(s for s in (here, BOOK_GPU, *found) if s in found)
+    slug = gpu or next(s for s in (device_slug(), BOOK_GPU, *found) if s in found)
     if slug not in found:
         raise LabError(f"{chapter}: no results from {gpu!r} (results/*/bench/{chapter}.csv: {', '.join(found)})")
     ceilings = roofline.load_ceilings(slug, root / "results" / slug / "ceilings.json")
